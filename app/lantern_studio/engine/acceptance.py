@@ -1,0 +1,242 @@
+"""Exact and LANTERN relaxed acceptance of drafted tokens, and proximity tables.
+
+The rule (DESIGN.md, "LANTERN, exactly"): for a drafted token x̃ with target
+distribution p and drafter probability q(x̃), let A be the longest prefix of x̃'s
+k nearest codebook neighbours (self excluded, nearest first) whose total
+target mass m stays within the bound (δ, or (λ−1)·p(x̃) for LANTERN++).
+Accept with probability min(1, (p(x̃) + m) / q(x̃)); on rejection draw from
+norm(max(p_A − q, 0)) where p_A is p with x̃ and A zeroed (norm(p_A) if that is
+empty). Deterministic drafts use q = 1. δ = 0 or k = 0 is ordinary
+speculative sampling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+# How each image token was decided (also the overlay colours' keys in the GUI).
+BY_TARGET = 0  # sampled by the target (vanilla step, correction or bonus token)
+ACCEPTED_EXACT = 1  # drafted, accepted by the exact rule
+ACCEPTED_RELAXED = 2  # drafted, accepted only thanks to LANTERN's relaxation
+DECISION_NAMES = {BY_TARGET: "target", ACCEPTED_EXACT: "exact", ACCEPTED_RELAXED: "relaxed"}
+
+
+# --------------------------------------------------------------------------- proximity
+
+
+def _nearest_chunk(codebook: torch.Tensor, rows: torch.Tensor, k: int) -> torch.Tensor:
+    """k nearest codes of each code in ``rows`` (self excluded), ties broken by index."""
+    cb = codebook.double()
+    q = cb[rows]
+    d = (q * q).sum(1, keepdim=True) + (cb * cb).sum(1)[None] - 2.0 * q @ cb.T
+    d[torch.arange(len(rows)), rows] = float("inf")
+    return torch.sort(d, dim=1, stable=True).indices[:, :k]
+
+
+def compute_neighbours(codebook: torch.Tensor, k: int, chunk: int = 256) -> torch.Tensor:
+    """(V, k) int64 table of each code's k nearest codes by Euclidean distance.
+
+    Works through the codebook ``chunk`` rows at a time, so a 16384-entry
+    codebook never needs a dense 16384² matrix at once.
+    """
+    v = codebook.shape[0]
+    k = min(k, v - 1)
+    out = torch.empty(v, k, dtype=torch.int64)
+    for s in range(0, v, chunk):
+        rows = torch.arange(s, min(s + chunk, v))
+        out[s : s + len(rows)] = _nearest_chunk(codebook.cpu(), rows, k)
+    return out
+
+
+def codebook_hash(codebook: torch.Tensor) -> str:
+    arr = codebook.detach().float().cpu().contiguous().numpy()
+    return hashlib.sha256(arr.tobytes() + str(arr.shape).encode()).hexdigest()[:16]
+
+
+class ProximityTable:
+    """Nearest-neighbour lists over a codebook, cached for the first ``k_cached``
+    neighbours; larger k is computed on demand for just the drafted tokens."""
+
+    def __init__(self, codebook: torch.Tensor, k_cached: int = 512, cache_dir: Optional[Path] = None):
+        self.codebook = codebook.detach().float().cpu()
+        self.vocab_size = self.codebook.shape[0]
+        self.k_cached = min(k_cached, self.vocab_size - 1)
+        self.table = self._load_or_compute(cache_dir)
+        self._device_tables: dict = {}
+
+    def _load_or_compute(self, cache_dir: Optional[Path]) -> torch.Tensor:
+        path = None
+        if cache_dir is not None:
+            path = Path(cache_dir) / f"neighbours-{codebook_hash(self.codebook)}-k{self.k_cached}.npy"
+            if path.exists():
+                try:
+                    arr = np.load(path)
+                    if arr.shape == (self.vocab_size, self.k_cached):
+                        return torch.from_numpy(arr.astype(np.int64))
+                except (OSError, ValueError):
+                    pass  # unreadable cache: recompute below
+        table = compute_neighbours(self.codebook, self.k_cached)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp.npy")
+                np.save(tmp, table.numpy().astype(np.int32 if self.vocab_size > 32767 else np.int16))
+                tmp.replace(path)
+            except OSError:
+                pass  # a read-only or full cache folder only costs recomputation
+        return table
+
+    def neighbours(self, tokens: torch.Tensor, k: int) -> torch.Tensor:
+        """(n,) token ids -> (n, k) neighbour ids on the tokens' device."""
+        dev = tokens.device
+        if k <= self.k_cached:
+            t = self._device_tables.get(dev)
+            if t is None:
+                t = self._device_tables[dev] = self.table.to(dev)
+            return t[tokens, :k]
+        rows = tokens.cpu()
+        return _nearest_chunk(self.codebook, rows, min(k, self.vocab_size - 1)).to(dev)
+
+
+# --------------------------------------------------------------------------- the rule
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """LANTERN's knobs. k = 0 or (δ = 0 and λ unset) is exact speculative decoding."""
+
+    k: int = 0
+    delta: float = 0.0
+    lam: Optional[float] = None  # LANTERN++: neighbourhood mass ≤ (λ − 1)·p(x̃)
+
+    @property
+    def active(self) -> bool:
+        if self.k <= 0:
+            return False
+        return (self.lam is not None and self.lam > 1.0) or (self.lam is None and self.delta > 0.0)
+
+
+def neighbourhood(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation, table: Optional[ProximityTable]):
+    """For each row i: the latent neighbourhood A of drafts[i] under p[i].
+
+    Returns (mass (n,), neighbour ids (n, k), count (n,)): A is the first
+    ``count[i]`` entries of the neighbour ids, and ``mass`` their p-mass.
+    """
+    n = drafts.shape[0]
+    if not relax.active or table is None:
+        z = torch.zeros(n, dtype=p.dtype, device=p.device)
+        return z, torch.zeros(n, 0, dtype=torch.long, device=p.device), torch.zeros(n, dtype=torch.long, device=p.device)
+    nb = table.neighbours(drafts, relax.k)
+    cum = p.gather(1, nb).cumsum(1)
+    if relax.lam is not None:
+        bound = (relax.lam - 1.0) * p.gather(1, drafts[:, None])
+    else:
+        bound = torch.full((n, 1), relax.delta, dtype=p.dtype, device=p.device)
+    count = (cum <= bound).sum(1)
+    mass = torch.where(count > 0, cum.gather(1, (count - 1).clamp(min=0)[:, None])[:, 0], torch.zeros_like(cum[:, 0]))
+    return mass, nb, count
+
+
+def residual_distribution(p_row, draft: int, neighbours, q_row=None) -> torch.Tensor:
+    """Where a rejected draft's replacement is drawn from: norm(max(p_A − q, 0)),
+    p_A being p with the draft and its neighbourhood zeroed; norm(p_A) when that
+    is empty (and p itself if even p_A is empty)."""
+    pa = p_row.clone()
+    pa[draft] = 0.0
+    if len(neighbours):
+        pa[neighbours] = 0.0
+    resid = pa if q_row is None else (pa - q_row).clamp(min=0.0)
+    for cand in (resid, pa, p_row):
+        total = cand.sum()
+        if float(total) > 0.0:
+            return cand / total
+    return p_row
+
+
+def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
+    """The exact distribution of the token one verification step emits at a slot.
+
+    With ``draft`` given, the draft is deterministic (q = 1); otherwise the draft
+    is averaged over q. Used to check the rule by enumeration.
+    """
+    drafts = [draft] if draft is not None else range(p_row.shape[0])
+    out = torch.zeros_like(p_row, dtype=torch.float64)
+    for x in drafts:
+        weight = 1.0 if draft is not None else float(q_row[x])
+        if weight == 0.0:
+            continue
+        xt = torch.tensor([x])
+        mass, nb, count = neighbourhood(p_row[None], xt, relax, table)
+        qx = 1.0 if draft is not None else float(q_row[x])
+        acc = min(1.0, float(p_row[x] + mass[0]) / qx)
+        resid = residual_distribution(p_row, x, nb[0, : int(count[0])], None if draft is not None else q_row)
+        out += weight * (1.0 - acc) * resid.double()
+        out[x] += weight * acc
+    return out
+
+
+def _draw(weights: torch.Tensor, generator) -> int:
+    return int(torch.multinomial(weights, 1, generator=generator))
+
+
+@dataclass
+class Verdict:
+    """Outcome of verifying one chain of drafts."""
+
+    n_accepted: int  # drafts accepted, a prefix of the chain
+    next_token: int  # the target's token after them (correction or bonus)
+    decisions: list  # per accepted draft: ACCEPTED_EXACT or ACCEPTED_RELAXED
+
+
+def verify_chain(
+    p: torch.Tensor,
+    drafts: torch.Tensor,
+    q: Optional[torch.Tensor],
+    relax: Relaxation,
+    table: Optional[ProximityTable],
+    generator: Optional[torch.Generator],
+    greedy: bool = False,
+) -> Verdict:
+    """Verify drafts (n,) against target distributions p (n+1, V).
+
+    Row i of p is the target's distribution for the slot of drafts[i]; row n
+    is the slot after the last draft (the bonus token when all are accepted).
+    ``q`` (n, V) holds the drafter's distributions the drafts were sampled
+    from, or None for deterministic drafts (q(x̃) = 1).
+    """
+    n = drafts.shape[0]
+    if n == 0:
+        tok = int(p[0].argmax()) if greedy else _draw(p[0], generator)
+        return Verdict(0, tok, [])
+    pd = p[:n]
+    px = pd.gather(1, drafts[:, None])[:, 0]
+    mass, nb, count = neighbourhood(pd, drafts, relax, table)
+    relaxed_px = px + mass
+    if greedy:
+        top2 = pd.topk(2, dim=1)
+        other = torch.where(top2.indices[:, 0] == drafts, top2.values[:, 1], top2.values[:, 0])
+        ok = relaxed_px >= other
+        exact_ok = px >= other
+    else:
+        qx = torch.ones_like(px) if q is None else q.gather(1, drafts[:, None])[:, 0]
+        u = torch.rand(n, generator=generator, device=p.device if generator is None else generator.device).to(px)
+        ok = u * qx < relaxed_px  # u < min(1, p̃/q)
+        exact_ok = u * qx < px
+    ok_list = ok.tolist()
+    n_acc = ok_list.index(False) if False in ok_list else n
+    exact_list = exact_ok[:n_acc].tolist()
+    decisions = [ACCEPTED_EXACT if e else ACCEPTED_RELAXED for e in exact_list]
+    if n_acc == n:
+        tok = int(p[n].argmax()) if greedy else _draw(p[n], generator)
+        return Verdict(n, tok, decisions)
+    j = n_acc
+    if greedy:
+        return Verdict(j, int(pd[j].argmax()), decisions)
+    resid = residual_distribution(pd[j], int(drafts[j]), nb[j, : int(count[j])], None if q is None else q[j])
+    return Verdict(j, _draw(resid, generator), decisions)

@@ -1,0 +1,155 @@
+"""Reading and writing weights.
+
+Foreign (official LlamaGen) ``.pt`` files are read with ``weights_only=True``
+and never unpickle arbitrary objects. Our own weights are safetensors with the
+configuration stored as JSON in the file's metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from .model import ModelArgs, Transformer
+
+
+class CheckpointError(ValueError):
+    """A weights file that can't be used; the message names the file and why."""
+
+
+def read_torch_state_dict(path) -> dict:
+    """Official checkpoint → state dict: accepts {"model": sd}, {"module": sd},
+    {"state_dict": sd}, {"ema": sd} or a bare state dict."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # pickle errors, truncated zip, foreign objects
+        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
+    if isinstance(obj, dict):
+        for key in ("model", "module", "state_dict", "ema"):
+            if key in obj and isinstance(obj[key], dict):
+                obj = obj[key]
+                break
+    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise CheckpointError(f"{path}: does not hold a state dict of tensors")
+    return obj
+
+
+def load_state_strict(module: torch.nn.Module, sd: dict, path) -> None:
+    """load_state_dict(strict) with a readable error listing what did not fit."""
+    own = module.state_dict()
+    missing = sorted(set(own) - set(sd))
+    unexpected = sorted(set(sd) - set(own))
+    wrong = sorted(k for k in set(own) & set(sd) if own[k].shape != sd[k].shape)
+    if missing or unexpected or wrong:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} keys (e.g. {', '.join(missing[:3])})")
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)} keys (e.g. {', '.join(unexpected[:3])})")
+        if wrong:
+            k = wrong[0]
+            parts.append(f"{len(wrong)} shape mismatches (e.g. {k}: file {tuple(sd[k].shape)} vs model {tuple(own[k].shape)})")
+        raise CheckpointError(f"{path}: weights do not fit this architecture: " + "; ".join(parts))
+    module.load_state_dict(sd, strict=True)
+
+
+def load_llamagen_gpt(path, **model_args) -> Transformer:
+    """Official LlamaGen GPT checkpoint → Transformer in eval mode (fp32).
+
+    ``model_args`` are official ModelArgs fields; ``preset="GPT-XL"`` may be
+    given to fill the size fields from a named preset.
+    """
+    from .model import GPT_PRESETS
+
+    preset = model_args.pop("preset", None)
+    if preset is not None:
+        if preset not in GPT_PRESETS:
+            raise ValueError(f"unknown GPT preset {preset!r}; choose from {', '.join(GPT_PRESETS)}")
+        model_args = {**GPT_PRESETS[preset], **model_args}
+    args = ModelArgs.from_dict(model_args)
+    sd = read_torch_state_dict(path)
+    model = Transformer(args)
+    load_state_strict(model, {k: v.float() for k, v in sd.items()}, path)
+    return model.eval()
+
+
+def save_llamagen_gpt(model: Transformer, path) -> None:
+    """Write ``{"model": state_dict}``, the official layout (for tests and export)."""
+    atomic_write(path, lambda p: torch.save({"model": model.state_dict()}, p))
+
+
+# --------------------------------------------------------------------------- our format
+
+
+def atomic_write(path, write) -> None:
+    """Call ``write(tmp_path)`` then rename over ``path``: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_weights(module_or_sd, path, config: dict, kind: str, dtype: Optional[torch.dtype] = torch.float16) -> None:
+    """safetensors file with ``{"kind": ..., "config": json}`` metadata."""
+    from safetensors.torch import save_file
+
+    sd = module_or_sd.state_dict() if isinstance(module_or_sd, torch.nn.Module) else module_or_sd
+    out = {}
+    for k, v in sd.items():
+        v = v.detach().cpu()
+        if dtype is not None and v.is_floating_point():
+            v = v.to(dtype)
+        out[k] = v.contiguous()
+    meta = {"kind": kind, "config": json.dumps(config, sort_keys=True)}
+    atomic_write(path, lambda p: save_file(out, p, metadata=meta))
+
+
+def load_weights(path, kind: Optional[str] = None):
+    """→ (state_dict in fp32, config dict). Checks the file's kind when given."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such weights file")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            sd = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as e:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from None
+    if kind is not None and meta.get("kind") != kind:
+        raise CheckpointError(f"{path}: holds {meta.get('kind') or 'unknown'} weights, expected {kind}")
+    try:
+        config = json.loads(meta.get("config", "{}"))
+    except json.JSONDecodeError:
+        raise CheckpointError(f"{path}: its configuration metadata is not valid JSON") from None
+    return {k: (v.float() if v.is_floating_point() else v) for k, v in sd.items()}, config
+
+
+def save_gpt(model: Transformer, path, dtype=torch.float16) -> None:
+    save_weights(model, path, model.config.to_dict(), "gpt", dtype)
+
+
+def load_gpt(path) -> Transformer:
+    sd, config = load_weights(path, "gpt")
+    try:
+        model = Transformer(ModelArgs.from_dict(config))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad model configuration ({e})") from None
+    load_state_strict(model, sd, path)
+    return model.eval()

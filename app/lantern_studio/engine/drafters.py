@@ -1,0 +1,198 @@
+"""Drafters: who proposes the next tokens for the target to verify.
+
+A drafter sees a :class:`DecodeContext` (the target, the tokens fixed so far,
+the sampling transform, the random generator) and answers ``propose(n)`` with
+n drafted tokens and the distributions they were drawn from (None when the
+drafts are picked deterministically, i.e. q = 1). After the target verified
+them, ``observe`` tells the drafter what was kept.
+
+* :class:`JacobiDrafter` — training-free Speculative Jacobi Decoding: a window
+  of drafts refined by the target's own parallel forward; each draft's q is the
+  distribution it was drawn from in the previous iteration.
+* :class:`EagleDrafter` — a learned one-layer head over the target's last
+  hidden state and the next token's embedding (EAGLE), sharing the target's
+  token embedding, rotary table and output head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+import torch.nn as nn
+
+from .model import KVCache, ModelArgs, Transformer, TransformerBlock
+from .sampling import SamplingParams, probs_from_logits, sample
+
+
+@dataclass
+class DecodeContext:
+    """Per-generation state shared by the decode loop and the drafter."""
+
+    gpt: Transformer
+    params: SamplingParams
+    generator: Optional[torch.Generator]
+    rows: int  # 2 with CFG ([cond; uncond]), else 1
+    total: int  # image tokens to produce
+    tokens: torch.Tensor  # (total,) fixed tokens (valid up to n_fixed)
+    n_fixed: int = 0
+    prefill_feature: Optional[torch.Tensor] = None  # (rows, dim) at the last prefix position
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def device(self):
+        return self.tokens.device
+
+
+class Drafter:
+    """Interface. ``forwards`` counts the drafter's own forward passes."""
+
+    name = "none"
+    sampled = True  # drafts drawn from q (False: deterministic, q = 1)
+
+    def __init__(self):
+        self.forwards = 0
+
+    def start(self, ctx: DecodeContext) -> None:
+        self.forwards = 0
+
+    def propose(self, ctx: DecodeContext, n: int):
+        raise NotImplementedError
+
+    def observe(self, ctx: DecodeContext, drafts, n_accepted: int, verify_probs, verify_features) -> None:
+        """drafts (n,), verify_probs (n+1, V), verify_features (rows, n+1, dim) for the
+        inputs [pending, drafts...]; ctx.tokens / n_fixed are already updated."""
+
+
+# --------------------------------------------------------------------------- Jacobi
+
+
+class JacobiDrafter(Drafter):
+    """Speculative Jacobi Decoding: the window's drafts come from the target's
+    previous parallel forward; fresh slots start as uniform random tokens."""
+
+    name = "jacobi"
+
+    def __init__(self):
+        super().__init__()
+        self.window: Optional[torch.Tensor] = None
+        self.q: Optional[torch.Tensor] = None
+
+    def start(self, ctx):
+        super().start(ctx)
+        v = ctx.gpt.vocab_size
+        self.window = torch.empty(0, dtype=torch.long, device=ctx.device)
+        self.q = torch.empty(0, v, device=ctx.device)
+
+    def _fill(self, ctx, n):
+        v = ctx.gpt.vocab_size
+        need = n - self.window.shape[0]
+        if need > 0:
+            if ctx.params.greedy:
+                fresh = torch.zeros(need, dtype=torch.long, device=ctx.device)
+            else:
+                fresh = torch.randint(0, v, (need,), generator=ctx.generator, device=ctx.device)
+            self.window = torch.cat([self.window, fresh])
+            self.q = torch.cat([self.q, torch.full((need, v), 1.0 / v, device=ctx.device)])
+
+    def propose(self, ctx, n):
+        self._fill(ctx, n)
+        drafts, q = self.window[:n], self.q[:n]
+        return drafts, (None if ctx.params.greedy else q)
+
+    def observe(self, ctx, drafts, n_accepted, verify_probs, verify_features):
+        # Rows after the accepted prefix (and its correction) become the next drafts.
+        rest = verify_probs[n_accepted + 1 :]
+        self.window = sample(rest, ctx.generator, ctx.params.greedy) if rest.shape[0] else rest.new_zeros(0, dtype=torch.long)
+        self.q = rest
+
+
+# --------------------------------------------------------------------------- EAGLE
+
+
+class EagleHead(nn.Module):
+    """The learned drafter's weights: fuse [feature; token embedding] and one block.
+
+    Trained to predict the target's next final hidden state (and through the
+    target's output head, the token after it).
+    """
+
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.config = args
+        self.fc = nn.Linear(2 * args.dim, args.dim, bias=True)
+        self.layer = TransformerBlock(args)
+
+    def forward(self, features: torch.Tensor, token_emb: torch.Tensor, rope, mask=None, start=None):
+        """features (B, S, dim) of the previous position, token_emb (B, S, dim) -> (B, S, dim)."""
+        h = self.fc(torch.cat([features, token_emb], dim=-1))
+        return self.layer(h, rope, mask, start)
+
+
+class EagleDrafter(Drafter):
+    name = "eagle"
+
+    def __init__(self, head: EagleHead):
+        super().__init__()
+        self.head = head
+        self.valid = 0  # image indices processed with true target features
+        self.feats: Optional[torch.Tensor] = None  # (rows, total + 1, dim); slot i+1 holds f_i
+
+    def start(self, ctx):
+        super().start(ctx)
+        gpt = ctx.gpt
+        p = next(self.head.parameters())
+        a = self.head.layer.attention
+        a.cache = KVCache(ctx.rows, a.n_kv_head, ctx.total, a.head_dim, p.dtype, p.device)
+        self.mask = torch.ones(ctx.total, ctx.total, dtype=torch.bool, device=p.device).tril()[None, None]
+        self.feats = torch.zeros(ctx.rows, ctx.total + 1, gpt.config.dim, dtype=p.dtype, device=p.device)
+        self.feats[:, 0] = ctx.prefill_feature
+        self.valid = 0
+
+    def _run(self, ctx, feats, tokens, start):
+        gpt = ctx.gpt
+        s = tokens.shape[1]
+        rope = gpt.rope[gpt.cls_token_num + start : gpt.cls_token_num + start + s]
+        mask = self.mask[:, :, start : start + s, : start + s]
+        out = self.head(feats, gpt.tok_embeddings(tokens), rope, mask, start)
+        self.forwards += 1
+        return out
+
+    def _q(self, ctx, out_last):
+        return probs_from_logits(ctx.gpt.output(out_last).float(), ctx.params)[0]
+
+    @torch.no_grad()
+    def propose(self, ctx, n):
+        # Catch up on fixed tokens with the target's true features, then roll forward.
+        lo, hi = self.valid, ctx.n_fixed
+        toks = ctx.tokens[lo:hi].expand(ctx.rows, -1)
+        out = self._run(ctx, self.feats[:, lo:hi], toks, lo)[:, -1:]
+        self.valid = hi
+        drafts, qs = [], []
+        for i in range(n):
+            q = self._q(ctx, out[:, -1])
+            d = sample(q, ctx.generator, ctx.params.greedy or not self.sampled)
+            drafts.append(d)
+            qs.append(q)
+            if i + 1 < n:
+                out = self._run(ctx, out, d.view(1, 1).expand(ctx.rows, 1), hi + i)
+        drafts = torch.stack(drafts)
+        deterministic = ctx.params.greedy or not self.sampled
+        return drafts, (None if deterministic else torch.stack(qs))
+
+    def observe(self, ctx, drafts, n_accepted, verify_probs, verify_features):
+        # verify_features row j is f at image index (old n_fixed - 1 + j).
+        first = ctx.n_fixed - n_accepted - 1  # image index of the pending input
+        self.feats[:, first + 1 : first + 2 + n_accepted] = verify_features[:, : n_accepted + 1]
+
+
+def load_eagle_head(args: ModelArgs, state_dict: dict) -> EagleHead:
+    head = EagleHead(args)
+    missing, unexpected = head.load_state_dict(state_dict, strict=False)
+    missing = [m for m in missing if not m.endswith("rope")]
+    if missing or unexpected:
+        raise ValueError(
+            f"drafter weights do not fit: missing {missing[:5]}, unexpected {list(unexpected)[:5]}"
+        )
+    return head

@@ -1,0 +1,413 @@
+"""LlamaGen-compatible autoregressive image transformer.
+
+Parameter names and shapes match the official LlamaGen ``gpt.py`` so an official
+checkpoint's ``{"model": state_dict}`` loads with strict key checking. The
+inference path is our own: a static KV cache allocated once per generation, a
+forward over any number of new tokens at given positions (prefill, one token,
+or a whole draft to verify) and an O(1) rollback, which is all speculative
+decoding needs from a target model.
+
+Positions: the sequence is ``cls_token_num`` prefix slots (class embedding or
+caption tokens) followed by the image tokens in raster order. Image token ``i``
+sits at sequence position ``P + i`` where ``P = cls_token_num``. The rotary
+table has cos = sin = 0 at prefix positions, as the official one does, so
+queries and keys of the prefix are zero vectors there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def find_multiple(n: int, k: int) -> int:
+    return n if n % k == 0 else n + k - (n % k)
+
+
+@dataclass
+class ModelArgs:
+    """Configuration with the official LlamaGen field names."""
+
+    dim: int = 4096
+    n_layer: int = 32
+    n_head: int = 32
+    n_kv_head: Optional[int] = None
+    multiple_of: int = 256
+    ffn_dim_multiplier: Optional[float] = None
+    rope_base: float = 10000
+    norm_eps: float = 1e-5
+    initializer_range: float = 0.02
+    token_dropout_p: float = 0.1
+    attn_dropout_p: float = 0.0
+    resid_dropout_p: float = 0.1
+    ffn_dropout_p: float = 0.1
+    drop_path_rate: float = 0.0
+    num_classes: int = 1000
+    caption_dim: int = 2048
+    class_dropout_prob: float = 0.1
+    model_type: str = "c2i"
+    vocab_size: int = 16384
+    cls_token_num: int = 1
+    block_size: int = 256
+    max_batch_size: int = 32
+    max_seq_len: int = 2048
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelArgs":
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown ModelArgs fields: {', '.join(unknown)}")
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def grid_size(self) -> int:
+        return math.isqrt(self.block_size)
+
+
+# Official presets (layers, heads, width).
+GPT_PRESETS = {
+    "GPT-B": dict(n_layer=12, n_head=12, dim=768),
+    "GPT-L": dict(n_layer=24, n_head=16, dim=1024),
+    "GPT-XL": dict(n_layer=36, n_head=20, dim=1280),
+    "GPT-XXL": dict(n_layer=48, n_head=24, dim=1536),
+    "GPT-XXXL": dict(n_layer=48, n_head=40, dim=2560),
+    "GPT-1B": dict(n_layer=22, n_head=32, dim=2048),
+    "GPT-3B": dict(n_layer=24, n_head=32, dim=3200),
+    "GPT-7B": dict(n_layer=32, n_head=32, dim=4096),
+}
+
+
+def preset_args(name: str, **overrides) -> ModelArgs:
+    if name not in GPT_PRESETS:
+        raise ValueError(f"unknown GPT preset {name!r}; choose from {', '.join(GPT_PRESETS)}")
+    return ModelArgs(**{**GPT_PRESETS[name], **overrides})
+
+
+# --------------------------------------------------------------------------- embedders
+
+
+class LabelEmbedder(nn.Module):
+    """Class id -> one prefix vector; row ``num_classes`` is the null class for CFG."""
+
+    def __init__(self, num_classes: int, dim: int, dropout_prob: float):
+        super().__init__()
+        self.embedding_table = nn.Embedding(num_classes + int(dropout_prob > 0), dim)
+        self.num_classes = num_classes
+        self.dropout_prob = dropout_prob
+
+    def null_condition(self, cond: torch.Tensor) -> torch.Tensor:
+        return torch.full_like(cond, self.num_classes)
+
+    def forward(self, labels: torch.Tensor, train: bool = False) -> torch.Tensor:
+        if train and self.dropout_prob > 0:
+            drop = torch.rand(labels.shape[0], device=labels.device) < self.dropout_prob
+            labels = torch.where(drop, self.num_classes, labels)
+        return self.embedding_table(labels).unsqueeze(1)
+
+
+class CaptionMLP(nn.Module):
+    def __init__(self, in_features: int, hidden: int, out_features: int):
+        super().__init__()
+        self.fc1 = nn.Linear(in_features, hidden, bias=False)
+        self.act = nn.GELU(approximate="tanh")
+        self.fc2 = nn.Linear(hidden, out_features, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class CaptionEmbedder(nn.Module):
+    """Caption token embeddings -> prefix vectors, with a learned unconditional caption."""
+
+    def __init__(self, caption_dim: int, dim: int, uncond_prob: float, token_num: int):
+        super().__init__()
+        self.cap_proj = CaptionMLP(caption_dim, dim, dim)
+        # A (persistent) buffer, as in the official checkpoints.
+        self.register_buffer("uncond_embedding", torch.randn(token_num, caption_dim) / caption_dim**0.5)
+        self.uncond_prob = uncond_prob
+
+    def null_condition(self, cond: torch.Tensor) -> torch.Tensor:
+        return self.uncond_embedding[: cond.shape[1]].to(cond.dtype).expand_as(cond)
+
+    def forward(self, caption: torch.Tensor, train: bool = False) -> torch.Tensor:
+        if train and self.uncond_prob > 0:
+            drop = torch.rand(caption.shape[0], device=caption.device) < self.uncond_prob
+            caption = torch.where(drop[:, None, None], self.null_condition(caption), caption)
+        return self.cap_proj(caption)
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+
+
+class FeedForward(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        hidden = int(2 * 4 * args.dim / 3)
+        if args.ffn_dim_multiplier is not None:
+            hidden = int(args.ffn_dim_multiplier * hidden)
+        hidden = find_multiple(hidden, args.multiple_of)
+        self.w1 = nn.Linear(args.dim, hidden, bias=False)
+        self.w3 = nn.Linear(args.dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, args.dim, bias=False)
+        self.ffn_dropout = nn.Dropout(args.ffn_dropout_p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ffn_dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
+
+
+def rope_table(grid_size: int, head_dim: int, base: float, prefix_len: int) -> torch.Tensor:
+    """2D rotary table of shape (prefix_len + grid_size**2, head_dim // 2, 2) holding (cos, sin).
+
+    The first half of each head's rotary pairs encodes the row, the second half
+    the column; prefix positions get cos = sin = 0 (the official convention).
+    """
+    half = head_dim // 2
+    inv = 1.0 / (base ** (torch.arange(0, half, 2)[: half // 2].float() / half))
+    ang = torch.outer(torch.arange(grid_size).float(), inv)  # (g, half/2)
+    rows = ang[:, None, :].expand(-1, grid_size, -1)
+    cols = ang[None, :, :].expand(grid_size, -1, -1)
+    grid = torch.cat([rows, cols], dim=-1).reshape(grid_size * grid_size, -1)  # (g*g, half)
+    table = torch.stack([grid.cos(), grid.sin()], dim=-1)
+    return torch.cat([torch.zeros(prefix_len, head_dim // 2, 2), table])
+
+
+def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+    """x: (B, S, H, D); rope: (S, D/2, 2) -> x rotated pairwise (interleaved pairs)."""
+    xs = x.float().unflatten(-1, (-1, 2))
+    cos = rope[None, :, None, :, 0]
+    sin = rope[None, :, None, :, 1]
+    a, b = xs[..., 0], xs[..., 1]
+    return torch.stack((a * cos - b * sin, b * cos + a * sin), dim=-1).flatten(-2).type_as(x)
+
+
+class KVCache:
+    """Static per-layer key/value storage, indexed by absolute sequence position.
+
+    Stale entries past the valid length are never read (the attention window
+    ends at each query's own position), so rolling back is free.
+    """
+
+    def __init__(self, batch: int, n_kv_head: int, length: int, head_dim: int, dtype, device):
+        self.k = torch.zeros(batch, n_kv_head, length, head_dim, dtype=dtype, device=device)
+        self.v = torch.zeros_like(self.k)
+
+
+class Attention(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        if args.dim % args.n_head:
+            raise ValueError("dim must be divisible by n_head")
+        self.dim = args.dim
+        self.n_head = args.n_head
+        self.n_kv_head = args.n_kv_head or args.n_head
+        self.head_dim = args.dim // args.n_head
+        self.wqkv = nn.Linear(args.dim, (self.n_head + 2 * self.n_kv_head) * self.head_dim, bias=False)
+        self.wo = nn.Linear(args.dim, args.dim, bias=False)
+        self.attn_dropout_p = args.attn_dropout_p
+        self.resid_dropout = nn.Dropout(args.resid_dropout_p)
+        self.cache: Optional[KVCache] = None
+
+    def forward(self, x, rope, mask, start: Optional[int] = None):
+        """x: (B, S, dim). Without a cache (training) ``mask`` covers the S×S block;
+        with a cache, the new keys are written at ``start .. start+S`` and ``mask``
+        is (B or 1, 1, S, start+S)."""
+        b, s, _ = x.shape
+        kv = self.n_kv_head * self.head_dim
+        q, k, v = self.wqkv(x).split([self.dim, kv, kv], dim=-1)
+        q = apply_rope(q.view(b, s, self.n_head, self.head_dim), rope).transpose(1, 2)
+        k = apply_rope(k.view(b, s, self.n_kv_head, self.head_dim), rope).transpose(1, 2)
+        v = v.view(b, s, self.n_kv_head, self.head_dim).transpose(1, 2)
+        if self.cache is not None and start is not None:
+            end = start + s
+            self.cache.k[:, :, start:end] = k
+            self.cache.v[:, :, start:end] = v
+            k = self.cache.k[:, :, :end]
+            v = self.cache.v[:, :, :end]
+        if self.n_kv_head != self.n_head:
+            rep = self.n_head // self.n_kv_head
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        drop = self.attn_dropout_p if self.training else 0.0
+        if mask is None:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)
+        return self.resid_dropout(self.wo(out.transpose(1, 2).reshape(b, s, self.dim)))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.attention = Attention(args)
+        self.feed_forward = FeedForward(args)
+        self.attention_norm = RMSNorm(args.dim, args.norm_eps)
+        self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
+
+    def forward(self, x, rope, mask, start=None):
+        h = x + self.attention(self.attention_norm(x), rope, mask, start)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+# --------------------------------------------------------------------------- the model
+
+
+class Transformer(nn.Module):
+    """The LlamaGen GPT. ``forward`` is the teacher-forced training forward."""
+
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        if math.isqrt(args.block_size) ** 2 != args.block_size:
+            raise ValueError(f"block_size must be a square number of tokens, got {args.block_size}")
+        self.config = args
+        self.vocab_size = args.vocab_size
+        self.cls_token_num = args.cls_token_num
+        self.block_size = args.block_size
+        self.model_type = args.model_type
+        if args.model_type == "c2i":
+            self.cls_embedding = LabelEmbedder(args.num_classes, args.dim, args.class_dropout_prob)
+        elif args.model_type == "t2i":
+            self.cls_embedding = CaptionEmbedder(args.caption_dim, args.dim, args.class_dropout_prob, args.cls_token_num)
+        else:
+            raise ValueError(f"model_type must be 'c2i' or 't2i', got {args.model_type!r}")
+        self.tok_embeddings = nn.Embedding(args.vocab_size, args.dim)
+        self.tok_dropout = nn.Dropout(args.token_dropout_p)
+        self.layers = nn.ModuleList(TransformerBlock(args) for _ in range(args.n_layer))
+        self.norm = RMSNorm(args.dim, args.norm_eps)
+        self.output = nn.Linear(args.dim, args.vocab_size, bias=False)
+        head_dim = args.dim // args.n_head
+        self.register_buffer(
+            "rope", rope_table(args.grid_size, head_dim, args.rope_base, args.cls_token_num), persistent=False
+        )
+        self._mask: Optional[torch.Tensor] = None  # (B, 1, L, L) bool, set by setup_cache
+        self.cache_batch = 0
+        self.reset_parameters()
+
+    # ---------------------------------------------------------------- init / misc
+    def reset_parameters(self):
+        std = self.config.initializer_range
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, std)
+        nn.init.zeros_(self.output.weight)
+
+    @property
+    def seq_len(self) -> int:
+        return self.cls_token_num + self.block_size
+
+    def null_condition(self, cond: torch.Tensor) -> torch.Tensor:
+        return self.cls_embedding.null_condition(cond)
+
+    def embed_condition(self, cond: torch.Tensor, train: bool = False) -> torch.Tensor:
+        return self.cls_embedding(cond, train=train)[:, : self.cls_token_num]
+
+    def _prefix_key_mask(self, batch: int, caption_mask: Optional[torch.Tensor], device) -> torch.Tensor:
+        """(B, L) bool: which key positions may be attended (caption padding masked out)."""
+        valid = torch.ones(batch, self.seq_len, dtype=torch.bool, device=device)
+        if caption_mask is not None:
+            valid[:, : self.cls_token_num] = caption_mask.to(device=device, dtype=torch.bool)[:, : self.cls_token_num]
+        return valid
+
+    def _full_mask(self, batch: int, caption_mask: Optional[torch.Tensor], length: int, device) -> torch.Tensor:
+        causal = torch.ones(length, length, dtype=torch.bool, device=device).tril()
+        keys = self._prefix_key_mask(batch, caption_mask, device)[:, :length]
+        mask = causal[None] & keys[:, None, :]
+        # A fully masked row (a padded prefix query) attends to itself, as upstream does.
+        mask |= torch.eye(length, dtype=torch.bool, device=device)[None]
+        return mask.unsqueeze(1)
+
+    # ---------------------------------------------------------------- training forward
+    def features(self, idx: Optional[torch.Tensor], cond: torch.Tensor, caption_mask=None, train=None):
+        """Teacher-forced final hidden states (after the last norm): (B, P + T, dim)."""
+        train = self.training if train is None else train
+        h = self.embed_condition(cond, train=train)
+        if idx is not None and idx.shape[1] > 0:
+            h = torch.cat([h, self.tok_embeddings(idx)], dim=1)
+        h = self.tok_dropout(h)
+        s = h.shape[1]
+        mask = None if caption_mask is None else self._full_mask(h.shape[0], caption_mask, s, h.device)
+        rope = self.rope[:s]
+        for layer in self.layers:
+            h = layer(h, rope, mask)
+        return self.norm(h)
+
+    def teacher_forced_logits(self, idx, cond, caption_mask=None, return_features=False):
+        """idx: the first T-1 image tokens (B, T-1) -> logits (B, T, V).
+
+        Row t predicts image token t; row 0 comes from the last prefix position,
+        as the official training forward returns.
+        """
+        feats = self.features(idx, cond, caption_mask)[:, self.cls_token_num - 1 :]
+        logits = self.output(feats).float()
+        return (logits, feats) if return_features else logits
+
+    def forward(self, idx, cond, caption_mask=None):
+        return self.teacher_forced_logits(idx, cond, caption_mask)
+
+    # ---------------------------------------------------------------- cached inference
+    def setup_cache(self, batch: int, caption_mask: Optional[torch.Tensor] = None, dtype=None, device=None):
+        """Allocate the static KV cache and attention mask for one generation of ``batch`` rows."""
+        p = next(self.parameters())
+        dtype = dtype or p.dtype
+        device = device or p.device
+        length = self.seq_len
+        for layer in self.layers:
+            a = layer.attention
+            a.cache = KVCache(batch, a.n_kv_head, length, a.head_dim, dtype, device)
+        self._mask = self._full_mask(batch, caption_mask, length, device)
+        self.cache_batch = batch
+
+    def clear_cache(self):
+        for layer in self.layers:
+            layer.attention.cache = None
+        self._mask = None
+        self.cache_batch = 0
+
+    def forward_cached(self, h: torch.Tensor, start: int) -> torch.Tensor:
+        """Run embedded inputs h (B, S, dim) at positions start..start+S through the
+        cached stack; returns final (normed) hidden states (B, S, dim)."""
+        s = h.shape[1]
+        end = start + s
+        mask = self._mask[:, :, start:end, :end]
+        rope = self.rope[start:end]
+        for layer in self.layers:
+            h = layer(h, rope, mask, start)
+        return self.norm(h)
+
+    @torch.no_grad()
+    def prefill(self, cond: torch.Tensor):
+        """Process the prefix. Returns (logits for image token 0 (B, V), feature (B, dim))."""
+        feats = self.forward_cached(self.embed_condition(cond), 0)
+        last = feats[:, -1]
+        return self.output(last).float(), last
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor, first_index: int):
+        """Feed image tokens (B, S) holding image indices first_index..first_index+S-1.
+
+        Returns logits (B, S, V) where row j predicts image token first_index+j+1,
+        and the features (B, S, dim). Entries past the new end are left stale and
+        never read, so "rolling back" to an accepted length just means calling
+        ``step`` again from that index.
+        """
+        feats = self.forward_cached(self.tok_embeddings(tokens), self.cls_token_num + first_index)
+        return self.output(feats).float(), feats

@@ -1,0 +1,156 @@
+"""A whole text/class → image generator: conditioning, decoding, pixels.
+
+:class:`ImagePipeline` bundles a target GPT, a VQ tokenizer, a conditioner and
+(optionally) a learned drafter head, and hands out :class:`Decoding` runs. It
+holds no global state and never imports Qt.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from .acceptance import ProximityTable
+from .decode import Decoding, DecodeStats, StepEvent
+from .drafters import Drafter, EagleDrafter, EagleHead, JacobiDrafter
+from .model import Transformer
+from .settings import GenerationSettings, SettingsError
+from .text import Conditioner
+
+PLACEHOLDER_RGB = (128, 128, 128)
+
+
+def to_uint8(images: torch.Tensor) -> np.ndarray:
+    """(B, 3, H, W) in [-1, 1] → (B, H, W, 3) uint8."""
+    x = ((images.detach().float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
+    return x.permute(0, 2, 3, 1).cpu().numpy()
+
+
+@dataclass
+class GenerationResult:
+    image: np.ndarray  # (H, W, 3) uint8
+    tokens: np.ndarray  # (h, w) int64
+    decisions: np.ndarray  # (h, w) uint8
+    stats: DecodeStats
+    prompt: str
+    note: str
+
+    @property
+    def cancelled(self) -> bool:
+        return self.stats.cancelled
+
+
+class ImagePipeline:
+    def __init__(
+        self,
+        gpt: Transformer,
+        vq,
+        conditioner: Conditioner,
+        eagle: Optional[EagleHead] = None,
+        defaults: Optional[GenerationSettings] = None,
+        name: str = "model",
+        table_cache: Optional[Path] = None,
+    ):
+        self.gpt = gpt.eval()
+        self.vq = vq.eval()
+        self.conditioner = conditioner
+        self.eagle = eagle.eval() if eagle is not None else None
+        self.defaults = defaults or GenerationSettings()
+        self.name = name
+        self._table_cache = table_cache
+        self._table: Optional[ProximityTable] = None
+
+    # ---------------------------------------------------------------- facts
+    @property
+    def vocab_size(self) -> int:
+        return self.gpt.vocab_size
+
+    @property
+    def grid(self) -> int:
+        return self.gpt.config.grid_size
+
+    @property
+    def drafters(self) -> tuple:
+        return ("none", "jacobi", "eagle") if self.eagle is not None else ("none", "jacobi")
+
+    @property
+    def table(self) -> ProximityTable:
+        if self._table is None:
+            self._table = ProximityTable(self.vq.codebook(), cache_dir=self._table_cache)
+        return self._table
+
+    def to(self, device) -> "ImagePipeline":
+        self.gpt.to(device)
+        self.vq.to(device)
+        if self.eagle is not None:
+            self.eagle.to(device)
+        return self
+
+    @property
+    def device(self):
+        return next(self.gpt.parameters()).device
+
+    # ---------------------------------------------------------------- decoding
+    def make_drafter(self, settings: GenerationSettings) -> Optional[Drafter]:
+        if settings.drafter == "none":
+            return None
+        if settings.drafter == "jacobi":
+            return JacobiDrafter()
+        if self.eagle is None:
+            raise SettingsError("drafter", f"model {self.name!r} has no learned drafter; use 'jacobi' or 'none'")
+        return EagleDrafter(self.eagle)
+
+    def decoding(self, prompt: str, settings: GenerationSettings, should_stop: Optional[Callable[[], bool]] = None):
+        """→ (Decoding, Conditioning). Raises PromptError / SettingsError on bad input."""
+        settings = settings.validate(self.vocab_size)
+        c = self.conditioner(prompt)
+        dev = self.device
+        cond = c.cond.to(dev)
+        if cond.is_floating_point():
+            cond = cond.to(next(self.gpt.parameters()).dtype)
+        mask = c.mask.to(dev) if c.mask is not None else None
+        table = self.table if settings.relaxation.active else None
+        run = Decoding(self.gpt, cond, settings, mask, self.make_drafter(settings), table, should_stop)
+        return run, c
+
+    @torch.no_grad()
+    def decode_image(self, tokens) -> np.ndarray:
+        """(N,) or (h, w) token ids → (H, W, 3) uint8."""
+        t = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=self.device).reshape(1, self.grid, self.grid)
+        return to_uint8(self.vq.decode_codes(t))[0]
+
+    @torch.no_grad()
+    def partial_image(self, tokens, filled: np.ndarray) -> np.ndarray:
+        """Decode a partly fixed grid: unfixed tokens shown as a neutral placeholder."""
+        img = self.decode_image(tokens)
+        f = np.asarray(filled, dtype=bool).reshape(self.grid, self.grid)
+        if f.all():
+            return img
+        scale = img.shape[0] // self.grid
+        pix = np.kron(f, np.ones((scale, scale), dtype=bool))
+        img = img.copy()
+        img[~pix] = PLACEHOLDER_RGB
+        return img
+
+    def generate(
+        self,
+        prompt: str,
+        settings: Optional[GenerationSettings] = None,
+        on_event: Optional[Callable[[StepEvent], None]] = None,
+        should_stop: Optional[Callable[[], bool]] = None,
+    ) -> GenerationResult:
+        settings = settings or self.defaults
+        run, c = self.decoding(prompt, settings, should_stop)
+        for ev in run:
+            if on_event is not None:
+                on_event(ev)
+        t = time.perf_counter()
+        tokens = run.tokens.cpu().numpy().reshape(self.grid, self.grid)
+        image = self.decode_image(tokens) if not run.cancelled else self.partial_image(tokens, np.arange(tokens.size) < run.stats.tokens)
+        run.stats.decode_image_seconds = time.perf_counter() - t
+        return GenerationResult(image, tokens, run.decisions.reshape(self.grid, self.grid), run.stats, prompt, c.note)

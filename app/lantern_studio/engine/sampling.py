@@ -1,0 +1,64 @@
+"""Turning logits into a next-token distribution, and drawing from it.
+
+One function serves the target and every drafter, so both see the same
+transform: classifier-free guidance ``uncond + s·(cond − uncond)`` on logits,
+then temperature, top-k and top-p, then softmax (LlamaGen's order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    cfg_scale: float = 1.0
+    temperature: float = 1.0
+    top_k: int = 0  # 0: off
+    top_p: float = 1.0  # 1: off
+    greedy: bool = False
+
+    @property
+    def uses_cfg(self) -> bool:
+        return self.cfg_scale != 1.0
+
+
+def guided_logits(logits: torch.Tensor, cfg_scale: float) -> torch.Tensor:
+    """logits: (2B, ..., V) stacked [cond; uncond] when guidance is on, else (B, ..., V)."""
+    if cfg_scale == 1.0:
+        return logits
+    cond, uncond = logits.chunk(2, dim=0)
+    return uncond + cfg_scale * (cond - uncond)
+
+
+def probs_from_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """Guided, tempered, truncated next-token distribution, float32 (..., V).
+
+    ``logits`` carries the CFG batch (cond first) when ``params.uses_cfg``.
+    Greedy decoding takes the argmax of this distribution; the distribution
+    itself still feeds LANTERN's neighbourhood mass.
+    """
+    x = guided_logits(logits.float(), params.cfg_scale)
+    x = x / max(params.temperature, 1e-5)
+    v = x.shape[-1]
+    if 0 < params.top_k < v:
+        kth = torch.topk(x, params.top_k, dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, float("-inf"))
+    if params.top_p < 1.0:
+        sorted_x, order = torch.sort(x, dim=-1, descending=True)
+        cum = sorted_x.softmax(-1).cumsum(-1)
+        drop_sorted = cum - sorted_x.softmax(-1) >= params.top_p  # keep the first token always
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        x = x.masked_fill(drop, float("-inf"))
+    return x.softmax(-1)
+
+
+def sample(probs: torch.Tensor, generator: Optional[torch.Generator], greedy: bool = False) -> torch.Tensor:
+    """One token per row of probs (..., V) -> (...) int64."""
+    if greedy:
+        return probs.argmax(-1)
+    flat = probs.reshape(-1, probs.shape[-1])
+    return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])

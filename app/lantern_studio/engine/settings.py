@@ -1,0 +1,104 @@
+"""Every knob of one generation, validated in one place."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Optional
+
+from .acceptance import Relaxation
+from .sampling import SamplingParams
+
+DRAFTERS = ("none", "jacobi", "eagle")
+
+
+class SettingsError(ValueError):
+    """A bad setting; ``field`` names it and the message gives the allowed range."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    seed: int = 0
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    cfg_scale: float = 1.0
+    greedy: bool = False
+    drafter: str = "none"  # none | jacobi | eagle
+    draft_length: int = 8
+    k: int = 0  # LANTERN neighbour count
+    delta: float = 0.0  # LANTERN total-variation bound
+    lam: Optional[float] = None  # LANTERN++ multiplicative bound; None → δ mode
+
+    def validate(self, vocab_size: Optional[int] = None) -> "GenerationSettings":
+        """Return self, or raise SettingsError naming the first bad field."""
+
+        def number(name, value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise SettingsError(name, f"must be a finite number, got {value!r}")
+
+        def integer(name, value):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SettingsError(name, f"must be an integer, got {value!r}")
+
+        integer("seed", self.seed)
+        if not (-(2**63) <= self.seed < 2**63):
+            raise SettingsError("seed", "must fit in 64 bits")
+        number("temperature", self.temperature)
+        if not self.greedy and not self.temperature > 0:
+            raise SettingsError("temperature", f"must be > 0 unless greedy, got {self.temperature}")
+        if self.greedy and self.temperature < 0:
+            raise SettingsError("temperature", f"must be ≥ 0, got {self.temperature}")
+        integer("top_k", self.top_k)
+        vmax = vocab_size if vocab_size is not None else None
+        if self.top_k < 0 or (vmax is not None and self.top_k > vmax):
+            raise SettingsError("top_k", f"must be in [0, {vmax if vmax is not None else 'V'}] (0 = off), got {self.top_k}")
+        number("top_p", self.top_p)
+        if not (0 < self.top_p <= 1):
+            raise SettingsError("top_p", f"must be in (0, 1], got {self.top_p}")
+        number("cfg_scale", self.cfg_scale)
+        if self.cfg_scale < 0:
+            raise SettingsError("cfg_scale", f"must be ≥ 0, got {self.cfg_scale}")
+        if not isinstance(self.greedy, bool):
+            raise SettingsError("greedy", f"must be true or false, got {self.greedy!r}")
+        if self.drafter not in DRAFTERS:
+            raise SettingsError("drafter", f"must be one of {', '.join(DRAFTERS)}, got {self.drafter!r}")
+        integer("draft_length", self.draft_length)
+        if not (1 <= self.draft_length <= 64):
+            raise SettingsError("draft_length", f"must be in [1, 64], got {self.draft_length}")
+        integer("k", self.k)
+        kmax = vocab_size - 1 if vocab_size is not None else None
+        if self.k < 0 or (kmax is not None and self.k > kmax):
+            raise SettingsError("k", f"must be in [0, {kmax if kmax is not None else 'V-1'}], got {self.k}")
+        number("delta", self.delta)
+        if not (0 <= self.delta <= 1):
+            raise SettingsError("delta", f"must be in [0, 1], got {self.delta}")
+        if self.lam is not None:
+            number("lam", self.lam)
+            if self.lam < 1:
+                raise SettingsError("lam", f"must be ≥ 1 (or unset for δ mode), got {self.lam}")
+        return self
+
+    # ------------------------------------------------------------ views for the engine
+    @property
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(self.cfg_scale, self.temperature, self.top_k, self.top_p, self.greedy)
+
+    @property
+    def relaxation(self) -> Relaxation:
+        return Relaxation(self.k, self.delta, self.lam)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GenerationSettings":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def with_(self, **changes) -> "GenerationSettings":
+        return replace(self, **changes)

@@ -1,0 +1,1 @@
+"""Bundled data (model weights, icons, styles), located with importlib.resources."""

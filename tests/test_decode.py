@@ -1,0 +1,168 @@
+"""Decode loops: δ = 0 is lossless (statistically, with power), greedy equivalence, events, cancel."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from lantern_studio.engine import acceptance
+from lantern_studio.engine.acceptance import BY_TARGET, ProximityTable
+from lantern_studio.engine.decode import Decoding, generate_tokens
+from lantern_studio.engine.drafters import Drafter, EagleDrafter, JacobiDrafter
+from lantern_studio.engine.sampling import probs_from_logits
+from lantern_studio.engine.settings import GenerationSettings
+from tiny import caption, tiny_eagle, tiny_gpt
+
+N_SAMPLES = 20_000
+TV_TOLERANCE = 0.025  # measured sampling noise of this 64-cell histogram at 4k draws: ≈ 0.007
+VOCAB = 4
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.set_num_threads(1)  # tiny forwards: threads only add overhead
+    return tiny_gpt("c2i", seed=3, vocab=VOCAB, grid=2, dim=16, layers=1, heads=2, output_std=0.7)
+
+
+class PoorDrafter(Drafter):
+    """Drafts sampled from a fixed, wrong distribution: the worst honest drafter."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = torch.tensor([0.1, 0.2, 0.3, 0.4])
+
+    def propose(self, ctx, n):
+        q = self.q.expand(n, -1)
+        return torch.multinomial(q, 1, generator=ctx.generator)[:, 0], q
+
+
+def exact_joint3(gpt, cond, settings):
+    """p(t0, t1, t2) by enumeration through the teacher-forced forward."""
+    params = settings.sampling
+    joint = np.zeros((VOCAB,) * 3)
+    for t0, t1 in itertools.product(range(VOCAB), repeat=2):
+        idx = torch.tensor([[t0, t1, 0]])
+        c = torch.cat([cond, gpt.null_condition(cond)]) if params.uses_cfg else cond
+        logits = gpt.teacher_forced_logits(idx.expand(c.shape[0], -1), c)
+        p = probs_from_logits(logits.detach(), params)[0].double().numpy()
+        joint[t0, t1] = p[0, t0] * p[1, t1] * p[2]
+    return joint
+
+
+def empirical_joint3(gpt, cond, settings, drafter, n):
+    counts = np.zeros((VOCAB,) * 3)
+    for seed in range(n):
+        tokens, _, _ = generate_tokens(gpt, cond, settings.with_(seed=seed), drafter=drafter)
+        t = tokens[:3].tolist()
+        counts[t[0], t[1], t[2]] += 1
+    return counts / n
+
+
+def tv(a, b):
+    return 0.5 * float(np.abs(a - b).sum())
+
+
+SETTINGS = GenerationSettings(cfg_scale=1.5, temperature=1.0, draft_length=3)
+
+
+@pytest.mark.parametrize("kind", ["poor", "jacobi"])
+def test_delta_zero_is_lossless_and_the_test_has_power(model, kind, monkeypatch):
+    cond = torch.tensor([4])
+    drafter = PoorDrafter() if kind == "poor" else JacobiDrafter()
+    settings = SETTINGS.with_(drafter="eagle" if kind == "poor" else kind)
+    exact = exact_joint3(model, cond, settings)
+    got = empirical_joint3(model, cond, settings, drafter, N_SAMPLES)
+    assert tv(got, exact) < TV_TOLERANCE
+
+    # A mutant rule (rejection resamples from p_A, forgetting to subtract q) must fail the same check.
+    real = acceptance.residual_distribution
+    monkeypatch.setattr(acceptance, "residual_distribution", lambda p, d, nb, q=None: real(p, d, nb, None))
+    mutant = empirical_joint3(model, cond, settings, drafter, N_SAMPLES // 4)
+    assert tv(mutant, exact) > TV_TOLERANCE + 0.02
+
+
+def test_delta_zero_is_lossless_with_an_untrained_eagle_head(model):
+    cond = torch.tensor([4])
+    settings = SETTINGS.with_(drafter="eagle")
+    drafter = EagleDrafter(tiny_eagle(model, seed=7))
+    got = empirical_joint3(model, cond, settings, drafter, N_SAMPLES)
+    assert tv(got, exact_joint3(model, cond, settings)) < TV_TOLERANCE
+
+
+def test_vanilla_sampler_matches_enumeration(model):
+    cond = torch.tensor([4])
+    exact = exact_joint3(model, cond, SETTINGS)
+    got = empirical_joint3(model, cond, SETTINGS, None, N_SAMPLES // 2)
+    assert tv(got, exact) < TV_TOLERANCE
+
+
+@pytest.mark.parametrize("kind", ["eagle", "jacobi"])
+@pytest.mark.parametrize("model_type", ["c2i", "t2i"])
+def test_greedy_delta_zero_equals_vanilla_greedy(kind, model_type):
+    gpt = tiny_gpt(model_type, seed=5, vocab=32, grid=4, dim=32, layers=2)
+    if model_type == "c2i":
+        cond, mask = torch.tensor([2]), None
+    else:
+        cond, mask = caption(valid=3)
+    base = GenerationSettings(greedy=True, cfg_scale=2.0, draft_length=4)
+    ref, _, ref_stats = generate_tokens(gpt, cond, base, mask)
+    drafter = EagleDrafter(tiny_eagle(gpt)) if kind == "eagle" else JacobiDrafter()
+    got, decisions, stats = generate_tokens(gpt, cond, base.with_(drafter=kind), mask, drafter=drafter)
+    assert torch.equal(ref, got)
+    assert stats.target_forwards <= ref_stats.target_forwards
+    assert set(decisions.tolist()) <= {0, 1}
+
+
+def test_events_cover_every_position_once_and_stats_add_up():
+    gpt = tiny_gpt("c2i", vocab=32, grid=4)
+    table = ProximityTable(torch.randn(32, 4))
+    s = GenerationSettings(drafter="jacobi", draft_length=5, k=8, delta=0.3, top_k=10, seed=3)
+    run = Decoding(gpt, torch.tensor([1]), s, drafter=JacobiDrafter(), table=table)
+    seen = []
+    for ev in run:
+        seen += ev.positions
+        assert len(ev.tokens) == len(ev.positions) == len(ev.decisions)
+        assert ev.decisions[-1] == BY_TARGET or ev.done
+        assert run.tokens[ev.positions].tolist() == ev.tokens
+    assert seen == list(range(16))
+    st = run.stats.to_dict()
+    assert st["tokens"] == 16 and not st["cancelled"]
+    assert st["mean_accepted_length"] == 16 / (st["target_forwards"] + 1)
+    assert st["accepted"] <= st["drafted"]
+
+
+def test_same_seed_same_tokens_and_relaxation_accepts_more():
+    gpt = tiny_gpt("c2i", vocab=64, grid=4, output_std=0.3)
+    torch.manual_seed(0)
+    table = ProximityTable(torch.randn(64, 4))
+    cond = torch.tensor([1])
+    exact = GenerationSettings(drafter="jacobi", draft_length=6, seed=0)
+    a, _, _ = generate_tokens(gpt, cond, exact, drafter=JacobiDrafter(), table=table)
+    b, _, _ = generate_tokens(gpt, cond, exact, drafter=JacobiDrafter(), table=table)
+    assert torch.equal(a, b)
+    acc = {}
+    for delta in (0.0, 0.5):
+        total = 0
+        for seed in range(30):
+            _, _, st = generate_tokens(gpt, cond, exact.with_(seed=seed, k=20, delta=delta), drafter=JacobiDrafter(), table=table)
+            total += st.accepted
+        acc[delta] = total
+    assert acc[0.5] > acc[0.0]
+
+
+def test_cancel_stops_between_steps():
+    gpt = tiny_gpt("c2i", vocab=32, grid=4)
+    run = Decoding(gpt, torch.tensor([1]), GenerationSettings())
+    n = 0
+    for ev in run:
+        n += 1
+        if n == 3:
+            run.cancel()
+    assert run.cancelled and run.stats.tokens == 3
+
+
+def test_eagle_without_head_is_a_clear_error():
+    gpt = tiny_gpt("c2i", vocab=32, grid=2)
+    with pytest.raises(ValueError, match="drafter 'eagle'"):
+        Decoding(gpt, torch.tensor([1]), GenerationSettings(drafter="eagle"))

@@ -1,0 +1,132 @@
+import pytest
+import torch
+
+from lantern_studio.engine import CheckpointError, load_gpt, load_llamagen_gpt, save_gpt, save_llamagen_gpt
+from lantern_studio.engine.model import GPT_PRESETS, Transformer, preset_args, rope_table
+from tiny import caption, tiny_gpt
+
+
+def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True):
+    """Logits for every image slot via the KV cache: prefill, a 1-token step, a
+    multi-token verify call, a garbage call that is then rolled back."""
+    b, t = idx.shape
+    gpt.setup_cache(b, mask)
+    first, _ = gpt.prefill(cond)
+    rows = [first[:, None]]
+    l1, _ = gpt.step(idx[:, :1], 0)  # one token
+    rows.append(l1)
+    if garbage_rollback:
+        gpt.step((idx[:, 1:4] + 1) % gpt.vocab_size, 1)  # wrong tokens, to be overwritten
+    l2, _ = gpt.step(idx[:, 1:4], 1)  # verify 3 at once
+    rows.append(l2)
+    l3, _ = gpt.step(idx[:, 4:t], 4)
+    rows.append(l3)
+    gpt.clear_cache()
+    return torch.cat(rows, dim=1)
+
+
+@pytest.mark.parametrize("kind", ["c2i", "t2i"])
+def test_teacher_forced_equals_incremental(kind):
+    gpt = tiny_gpt(kind, vocab=32, grid=3, dim=32, layers=2)
+    t = gpt.block_size
+    idx = torch.randint(0, 32, (2, t), generator=torch.Generator().manual_seed(1))
+    if kind == "c2i":
+        cond, mask = torch.tensor([3, 7]), None
+    else:
+        cond, mask = caption(batch=2, length=5, valid=3)
+        mask[1, 1:] = True  # a second row with a different padding
+    tf = gpt.teacher_forced_logits(idx[:, :-1], cond, mask)
+    assert tf.shape == (2, t, 32)
+    inc = incremental_logits(gpt, idx[:, :-1], cond, mask)
+    assert inc.shape == tf.shape
+    assert torch.allclose(tf, inc, atol=1e-4), (tf - inc).abs().max()
+
+
+def test_caption_mask_matters():
+    gpt = tiny_gpt("t2i", vocab=32, grid=2)
+    cond, mask = caption(valid=2)
+    idx = torch.randint(0, 32, (1, 3))
+    full = torch.ones_like(mask)
+    a = gpt.teacher_forced_logits(idx, cond, mask)
+    b = gpt.teacher_forced_logits(idx, cond, full)
+    assert not torch.allclose(a, b, atol=1e-4)
+
+
+def test_prefix_rope_is_zero_and_grid_positions_rotate():
+    table = rope_table(4, 16, 10000.0, 3)
+    assert table.shape == (3 + 16, 8, 2)
+    assert torch.all(table[:3] == 0)
+    # row frequencies in the first half, column frequencies in the second
+    assert torch.allclose(table[3 + 1 * 4 + 0, :4], table[3 + 1 * 4 + 3, :4])
+    assert not torch.allclose(table[3 + 1 * 4 + 0, 4:], table[3 + 1 * 4 + 3, 4:])
+
+
+@pytest.mark.parametrize("kind", ["c2i", "t2i"])
+def test_official_layout_roundtrip(tmp_path, kind):
+    gpt = tiny_gpt(kind, vocab=24, grid=2)
+    path = tmp_path / "ckpt.pt"
+    save_llamagen_gpt(gpt, path)
+    back = load_llamagen_gpt(path, **gpt.config.to_dict())
+    idx = torch.randint(0, 24, (1, 3))
+    cond, mask = (torch.tensor([1]), None) if kind == "c2i" else caption(valid=4)
+    assert torch.equal(gpt.teacher_forced_logits(idx, cond, mask), back.teacher_forced_logits(idx, cond, mask))
+    # official checkpoints also come as bare state dicts
+    torch.save(gpt.state_dict(), tmp_path / "bare.pt")
+    bare = load_llamagen_gpt(tmp_path / "bare.pt", **gpt.config.to_dict())
+    assert torch.equal(bare.output.weight, gpt.output.weight)
+
+
+def test_state_dict_keys_match_official_names():
+    gpt = tiny_gpt("t2i", layers=1)
+    keys = set(gpt.state_dict())
+    expected = {
+        "cls_embedding.cap_proj.fc1.weight", "cls_embedding.cap_proj.fc2.weight", "cls_embedding.uncond_embedding",
+        "tok_embeddings.weight", "norm.weight", "output.weight",
+        "layers.0.attention.wqkv.weight", "layers.0.attention.wo.weight",
+        "layers.0.feed_forward.w1.weight", "layers.0.feed_forward.w2.weight", "layers.0.feed_forward.w3.weight",
+        "layers.0.attention_norm.weight", "layers.0.ffn_norm.weight",
+    }
+    assert keys == expected
+    c2i = tiny_gpt("c2i", layers=1)
+    assert c2i.state_dict()["cls_embedding.embedding_table.weight"].shape[0] == 11  # 10 classes + null
+
+
+def test_presets_sizes():
+    with torch.device("meta"):
+        b = Transformer(preset_args("GPT-B", vocab_size=16384, block_size=256, cls_token_num=1))
+    n = sum(p.numel() for p in b.parameters())
+    assert 105e6 < n < 125e6  # LlamaGen reports 111M for GPT-B
+    assert set(GPT_PRESETS) >= {"GPT-B", "GPT-L", "GPT-XL", "GPT-XXL", "GPT-3B"}
+    with pytest.raises(ValueError, match="unknown GPT preset"):
+        preset_args("GPT-Q")
+
+
+def test_bad_checkpoints_give_clear_errors(tmp_path):
+    gpt = tiny_gpt("c2i", vocab=24)
+    bad = tmp_path / "corrupt.pt"
+    bad.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="corrupt.pt"):
+        load_llamagen_gpt(bad, **gpt.config.to_dict())
+    wrong = tmp_path / "wrong.pt"
+    save_llamagen_gpt(tiny_gpt("c2i", vocab=40), wrong)
+    with pytest.raises(CheckpointError, match="shape mismatch"):
+        load_llamagen_gpt(wrong, **gpt.config.to_dict())
+    evil = tmp_path / "evil.pt"
+    torch.save({"model": {"x": object()}}, evil)  # needs unpickling an arbitrary object
+    with pytest.raises(CheckpointError, match="evil.pt"):
+        load_llamagen_gpt(evil, **gpt.config.to_dict())
+    with pytest.raises(CheckpointError, match="no such"):
+        load_llamagen_gpt(tmp_path / "missing.pt", **gpt.config.to_dict())
+
+
+def test_safetensors_roundtrip(tmp_path):
+    gpt = tiny_gpt("t2i", vocab=24)
+    save_gpt(gpt, tmp_path / "g.safetensors", dtype=torch.float32)
+    back = load_gpt(tmp_path / "g.safetensors")
+    assert back.config == gpt.config
+    cond, mask = caption(valid=4)
+    idx = torch.randint(0, 24, (1, 3))
+    assert torch.equal(back.teacher_forced_logits(idx, cond, mask), gpt.teacher_forced_logits(idx, cond, mask))
+    (tmp_path / "junk.safetensors").write_bytes(b"\x00" * 10)
+    with pytest.raises(CheckpointError, match="junk.safetensors"):
+        load_gpt(tmp_path / "junk.safetensors")

@@ -1,0 +1,49 @@
+"""Tiny models built in tests (nothing downloads)."""
+
+from __future__ import annotations
+
+import torch
+
+from lantern_studio.engine.drafters import EagleHead
+from lantern_studio.engine.model import ModelArgs, Transformer
+
+
+def tiny_args(model_type="c2i", vocab=16, grid=2, dim=32, layers=2, heads=4, cls_token_num=None, caption_dim=12, **kw):
+    if cls_token_num is None:
+        cls_token_num = 1 if model_type == "c2i" else 5
+    return ModelArgs(
+        dim=dim, n_layer=layers, n_head=heads, multiple_of=16, vocab_size=vocab, block_size=grid * grid,
+        num_classes=10, caption_dim=caption_dim, model_type=model_type, cls_token_num=cls_token_num, **kw,
+    )
+
+
+def tiny_gpt(model_type="c2i", seed=0, output_std=0.6, **kw) -> Transformer:
+    """A random tiny GPT whose next-token distributions are far from uniform."""
+    torch.manual_seed(seed)
+    m = Transformer(tiny_args(model_type, **kw))
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(0, 0.3)
+        for layer in m.layers:
+            layer.attention_norm.weight.fill_(1.0)
+            layer.ffn_norm.weight.fill_(1.0)
+        m.norm.weight.fill_(1.0)
+        m.output.weight.normal_(0, output_std)
+    return m.eval()
+
+
+def tiny_eagle(gpt: Transformer, seed=1) -> EagleHead:
+    torch.manual_seed(seed)
+    h = EagleHead(gpt.config)
+    with torch.no_grad():
+        for p in h.parameters():
+            p.normal_(0, 0.2)
+    return h.eval()
+
+
+def caption(batch=1, length=5, dim=12, valid=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    emb = torch.randn(batch, length, dim, generator=g)
+    mask = torch.zeros(batch, length, dtype=torch.bool)
+    mask[:, length - valid :] = True
+    return emb * mask[..., None], mask
