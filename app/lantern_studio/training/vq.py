@@ -1,0 +1,768 @@
+"""Train the bundled VQ tokenizer (64×64 images → 16×16 codes, 1024 × 8-d codes).
+
+``lantern-studio train vq [--data DIR] [--run DIR] [--steps N]
+[--budget-minutes M] [--batch B] [--out FILE]``
+
+* data: a dataset folder with ``images.npy`` ((N, H, W, 3) uint8) and
+  ``meta.jsonl`` (one JSON object per row, ``split`` in {"train", "heldout"}).
+* losses: L1 + L2 reconstruction, a cheap image-gradient (edge) L1 term,
+  codebook + commitment (straight-through estimator). No pretrained networks.
+* codebook health: spherical k-means initialisation of the codebook from
+  encoder outputs after a short warm-up, then dead-code restarts (codes
+  unused for a while are moved onto current encoder outputs, sampled in
+  proportion to their quantisation error).
+* resumable: a checkpoint (model, optimizer, step, RNG, codebook bookkeeping)
+  is written atomically to the run folder every few minutes, when the wall
+  budget is spent, on Ctrl-C / SIGTERM and at the end; re-running the same
+  command continues from it. ``--steps`` is the total target step count.
+* at the end (or with ``--export``): fp16 safetensors via
+  :func:`lantern_studio.engine.tokenizer.save_vq` and ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from lantern_studio import paths
+from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+
+__all__ = [
+    "DEFAULT_DATASET",
+    "default_vq_args",
+    "VQData",
+    "load_vq_data",
+    "evaluate",
+    "spherical_kmeans",
+    "add_arguments",
+    "run",
+    "main",
+]
+
+#: Dataset folder name under ``paths.data_dir()`` used when ``--data`` is not given.
+DEFAULT_DATASET = "emoji64"
+CHECKPOINT_NAME = "checkpoint.pt"
+LOG_NAME = "train.log"
+METRICS_NAME = "metrics.json"
+_CKPT_FORMAT = "lantern-studio-vq-train"
+_WHITE = 1.0  # background value in [-1, 1]
+
+
+def default_vq_args() -> VQArgs:
+    """The bundled tokenizer: ch 32, widths 32/64/128, one res block per level, 3.0 M params."""
+    return VQArgs(
+        codebook_size=1024,
+        codebook_embed_dim=8,
+        codebook_l2_norm=True,
+        codebook_show_usage=False,
+        commit_loss_beta=0.25,
+        entropy_loss_ratio=0.0,
+        encoder_ch_mult=[1, 2, 4],
+        decoder_ch_mult=[1, 2, 4],
+        z_channels=64,
+        dropout_p=0.0,
+        ch=32,
+        num_res_blocks=1,
+    )
+
+
+# --------------------------------------------------------------------------
+# data
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class VQData:
+    train: np.ndarray  # (N, H, W, 3) uint8
+    heldout: np.ndarray  # (M, H, W, 3) uint8
+    path: Path
+    sha256: str  # of images.npy
+    note: str = ""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_vq_data(data_dir: str | os.PathLike) -> VQData:
+    """Read ``images.npy`` + ``meta.jsonl`` and split rows by ``split``.
+
+    If no row is marked ``heldout``, the last 5 % of the rows (at least one)
+    are held out and ``note`` says so.
+    """
+    data_dir = Path(data_dir)
+    img_path, meta_path = data_dir / "images.npy", data_dir / "meta.jsonl"
+    for p in (img_path, meta_path):
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: missing (build the dataset first, or pass --data DIR)")
+    try:
+        images = np.load(img_path, allow_pickle=False)
+    except Exception as e:
+        raise ValueError(f"{img_path}: not a readable .npy array ({e})") from None
+    if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
+        raise ValueError(f"{img_path}: expected (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
+    splits = []
+    with open(meta_path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{meta_path}:{lineno}: bad JSON ({e})") from None
+            splits.append(row.get("split") if isinstance(row, dict) else None)
+    if len(splits) != len(images):
+        raise ValueError(f"{meta_path}: {len(splits)} rows but {img_path.name} has {len(images)} images")
+    splits_a = np.array([str(s) for s in splits])
+    train_idx = np.flatnonzero(splits_a == "train")
+    held_idx = np.flatnonzero(splits_a == "heldout")
+    note = ""
+    if len(held_idx) == 0:
+        n_held = max(1, len(train_idx) // 20)
+        held_idx, train_idx = train_idx[-n_held:], train_idx[:-n_held]
+        note = f"no 'heldout' rows in {meta_path.name}: holding out the last {n_held} training rows"
+    if len(train_idx) == 0:
+        raise ValueError(f"{meta_path}: no rows with split 'train'")
+    return VQData(train=np.ascontiguousarray(images[train_idx]),
+                  heldout=np.ascontiguousarray(images[held_idx]),
+                  path=data_dir, sha256=_sha256(img_path), note=note)
+
+
+def _to_tensor(batch: np.ndarray) -> torch.Tensor:
+    """(B, H, W, 3) uint8 → (B, 3, H, W) float in [-1, 1]."""
+    return torch.from_numpy(np.ascontiguousarray(batch)).permute(0, 3, 1, 2).float().div_(127.5).sub_(1.0)
+
+
+def _shift(x: torch.Tensor, max_shift: int, gen: torch.Generator) -> torch.Tensor:
+    """Random per-image translation by up to ±max_shift px, filling with white."""
+    if max_shift <= 0:
+        return x
+    b, _, h, w = x.shape
+    s = max_shift
+    padded = F.pad(x, (s, s, s, s), value=_WHITE)
+    off = torch.randint(0, 2 * s + 1, (b, 2), generator=gen)
+    return torch.stack([padded[i, :, oy:oy + h, ox:ox + w] for i, (oy, ox) in enumerate(off.tolist())])
+
+
+# --------------------------------------------------------------------------
+# evaluation
+# --------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def evaluate(model: VQModel, images: np.ndarray | torch.Tensor, *, batch_size: int = 64) -> dict[str, Any]:
+    """Reconstruction quality and codebook usage of ``model`` on ``images``.
+
+    ``images``: (N, H, W, 3) uint8 array or (N, 3, H, W) float tensor in
+    [-1, 1]. Returns ``psnr`` (mean per-image PSNR in dB, on the [0, 1]
+    scale), ``psnr_global`` (from the mean squared error over all images),
+    ``codes_used`` (distinct codes), ``codes_used_fraction`` (of the
+    codebook), ``perplexity`` of the code histogram and ``n_images``.
+    """
+    was_training = model.training
+    model.eval()
+    param = next(model.parameters())
+    n = len(images)
+    if n == 0:
+        raise ValueError("images: need at least one image to evaluate")
+    counts = torch.zeros(model.args.codebook_size, dtype=torch.long)
+    psnrs, sq_sum, px = [], 0.0, 0
+    try:
+        for i in range(0, n, batch_size):
+            chunk = images[i:i + batch_size]
+            x = _to_tensor(chunk) if isinstance(chunk, np.ndarray) else chunk.float()
+            x = x.to(param.device)
+            codes = model.encode(x)
+            recon = model.decode_codes(codes).float()
+            counts += torch.bincount(codes.flatten().cpu(), minlength=counts.numel())
+            mse = ((recon - x) / 2.0).pow(2).flatten(1).mean(1).cpu()  # [0, 1] scale
+            psnrs.append(-10.0 * torch.log10(mse.clamp_min(1e-10)))
+            sq_sum += float(mse.sum()) * x[0].numel()
+            px += x.numel()
+    finally:
+        model.train(was_training)
+    p = counts.double() / counts.sum()
+    nz = p[p > 0]
+    used = int((counts > 0).sum())
+    return {
+        "psnr": float(torch.cat(psnrs).mean()),
+        "psnr_global": float(-10.0 * math.log10(max(sq_sum / px, 1e-10))),
+        "codes_used": used,
+        "codes_used_fraction": used / model.args.codebook_size,
+        "perplexity": float(torch.exp(-(nz * nz.log()).sum())),
+        "n_images": n,
+    }
+
+
+# --------------------------------------------------------------------------
+# codebook maintenance
+# --------------------------------------------------------------------------
+
+
+def spherical_kmeans(x: torch.Tensor, k: int, iters: int, gen: torch.Generator) -> torch.Tensor:
+    """k unit-norm centroids of unit-norm rows ``x`` (cosine k-means); empty clusters re-seeded."""
+    x = F.normalize(x.float(), dim=-1)
+    n = x.shape[0]
+    pick = torch.randperm(n, generator=gen)[:k] if n >= k else torch.randint(0, n, (k,), generator=gen)
+    c = x[pick].clone()
+    if n < k:
+        c = F.normalize(c + 0.01 * torch.randn(c.shape, generator=gen), dim=-1)
+    for _ in range(iters):
+        assign = (x @ c.t()).argmax(dim=1)
+        sums = torch.zeros_like(c).index_add_(0, assign, x)
+        counts = torch.bincount(assign, minlength=k)
+        c = F.normalize(sums, dim=-1)
+        empty = counts == 0
+        if empty.any():
+            ne = int(empty.sum())
+            seeds = x[torch.randint(0, n, (ne,), generator=gen)]
+            c[empty] = F.normalize(seeds + 0.01 * torch.randn(seeds.shape, generator=gen), dim=-1)
+    return c
+
+
+def _reset_opt_rows(opt: torch.optim.Optimizer, param: torch.Tensor, rows: torch.Tensor | None) -> None:
+    st = opt.state.get(param)
+    if not st:
+        return
+    for key in ("exp_avg", "exp_avg_sq"):
+        if key in st:
+            if rows is None:
+                st[key].zero_()
+            else:
+                st[key][rows] = 0
+
+
+# --------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------
+
+
+def _lr_at(step: int, total: int, base: float, warmup: int, min_ratio: float) -> float:
+    if warmup > 0 and step < warmup:
+        return base * (step + 1) / warmup
+    span = max(1, total - warmup)
+    prog = min(1.0, max(0.0, (step - warmup) / span))
+    return base * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * prog)))
+
+
+def _atomic_torch_save(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _amp_enabled(precision: str, device: torch.device) -> bool:
+    if precision == "fp32":
+        return False
+    if precision == "bf16":
+        return True
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except Exception:
+        return False
+
+
+class _Trainer:
+    """One training invocation: set up or resume, loop, checkpoint, export."""
+
+    def __init__(self, args: argparse.Namespace, log: Callable[[str], None]):
+        self.a = args
+        self.log = log
+        self.run_dir = Path(args.run)
+        self.ckpt_path = self.run_dir / CHECKPOINT_NAME
+        self.device = torch.device(args.device)
+        self.stop_reason: str | None = None
+
+    # -- state -------------------------------------------------------------
+    def setup(self, data: VQData) -> None:
+        a = self.a
+        self.data = data
+        resumed = None
+        if self.ckpt_path.is_file():
+            try:
+                resumed = torch.load(self.ckpt_path, map_location="cpu", weights_only=True)
+            except Exception as e:
+                raise ValueError(f"{self.ckpt_path}: unreadable checkpoint ({type(e).__name__}: {e}); "
+                                 f"move it away to start over") from None
+            if not isinstance(resumed, dict) or resumed.get("format") != _CKPT_FORMAT:
+                raise ValueError(f"{self.ckpt_path}: not a VQ training checkpoint")
+            vq_args = VQArgs.from_dict(json.loads(resumed["vq_args"]))
+            if a.vq_args and vq_args.to_dict() != self._requested_args().to_dict():
+                self.log("note: --vq-args differs from the checkpoint's architecture; using the checkpoint's")
+        else:
+            vq_args = self._requested_args()
+        self.vq_args = vq_args
+        f = vq_args.downsample_factor
+        h, w = data.train.shape[1:3]
+        if h % f or w % f:
+            raise ValueError(f"images: {h}x{w} is not a multiple of the tokenizer's downsampling factor {f}")
+
+        torch.manual_seed(a.seed)
+        self.model = VQModel(vq_args).to(self.device)
+        decay, no_decay = [], []
+        for name, p in self.model.named_parameters():
+            (no_decay if p.ndim < 2 or "norm" in name or name.startswith("quantize.") else decay).append(p)
+        self.opt = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
+        self.gen = torch.Generator().manual_seed(a.seed)
+        self.step = 0
+        self.wall = 0.0
+        self.kmeans_done = False
+        self.last_used = torch.zeros(vq_args.codebook_size, dtype=torch.long)
+        self.perm = torch.randperm(len(data.train), generator=self.gen)
+        self.perm_pos = 0
+        self.epoch = 0
+        self.history: list[dict[str, Any]] = []
+        if resumed is not None:
+            self.model.load_state_dict(resumed["model"])
+            self.opt.load_state_dict(resumed["optimizer"])
+            self.gen.set_state(resumed["rng"])
+            torch.set_rng_state(resumed["torch_rng"])
+            self.step = int(resumed["step"])
+            self.wall = float(resumed["wall_seconds"])
+            self.kmeans_done = bool(resumed["kmeans_done"])
+            self.last_used = resumed["last_used"].long()
+            self.perm = resumed["perm"].long()
+            self.perm_pos = int(resumed["perm_pos"])
+            self.epoch = int(resumed["epoch"])
+            self.history = list(json.loads(resumed.get("history", "[]")))
+            if len(self.perm) != len(data.train):
+                self.log("note: the training set changed size since the checkpoint; reshuffling")
+                self.perm = torch.randperm(len(data.train), generator=self.gen)
+                self.perm_pos = 0
+            if resumed.get("data_sha256") not in (None, data.sha256):
+                self.log("note: images.npy differs from the one this run started on")
+            self.log(f"resuming from step {self.step} ({self.ckpt_path})")
+        self.amp = _amp_enabled(a.precision, self.device)
+
+    def _requested_args(self) -> VQArgs:
+        base = default_vq_args().to_dict()
+        if self.a.vq_args:
+            try:
+                extra = json.loads(self.a.vq_args)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"--vq-args: not valid JSON ({e})") from None
+            if not isinstance(extra, dict):
+                raise ValueError("--vq-args: expected a JSON object of VQArgs fields")
+            base.update(extra)
+        return VQArgs.from_dict(base)
+
+    def save_checkpoint(self) -> None:
+        _atomic_torch_save({
+            "format": _CKPT_FORMAT,
+            "version": 1,
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.opt.state_dict(),
+            "rng": self.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "wall_seconds": self.wall,
+            "kmeans_done": self.kmeans_done,
+            "last_used": self.last_used,
+            "perm": self.perm,
+            "perm_pos": self.perm_pos,
+            "epoch": self.epoch,
+            "vq_args": self.vq_args.to_json(),
+            "data_sha256": self.data.sha256,
+            "history": json.dumps(self.history),
+        }, self.ckpt_path)
+
+    # -- batches -----------------------------------------------------------
+    def _next_indices(self, b: int) -> torch.Tensor:
+        out = []
+        while b > 0:
+            if self.perm_pos >= len(self.perm):
+                self.perm = torch.randperm(len(self.data.train), generator=self.gen)
+                self.perm_pos = 0
+                self.epoch += 1
+            take = self.perm[self.perm_pos:self.perm_pos + b]
+            self.perm_pos += len(take)
+            b -= len(take)
+            out.append(take)
+        return torch.cat(out)
+
+    def _batch(self, augment: bool = True) -> torch.Tensor:
+        idx = self._next_indices(min(self.a.batch, len(self.data.train))).numpy()
+        x = _to_tensor(self.data.train[np.sort(idx)])
+        if augment:
+            x = _shift(x, self.a.shift, self.gen)
+        return x.to(self.device)
+
+    # -- codebook maintenance ---------------------------------------------
+    @torch.no_grad()
+    def kmeans_init(self) -> None:
+        t0 = time.time()
+        self.model.eval()
+        lat = []
+        for _ in range(self.a.kmeans_batches):
+            x = self._batch(augment=False)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+                z = self.model.encode_latents(x)
+            lat.append(self.model.quantize._prepare(z).reshape(-1, self.vq_args.codebook_embed_dim).cpu())
+        self.model.train()
+        x = torch.cat(lat)
+        if len(x) > self.a.kmeans_points:
+            x = x[torch.randperm(len(x), generator=self.gen)[: self.a.kmeans_points]]
+        c = spherical_kmeans(x, self.vq_args.codebook_size, self.a.kmeans_iters, self.gen)
+        emb = self.model.quantize.embedding.weight
+        emb.data.copy_(c.to(emb.device, emb.dtype))
+        _reset_opt_rows(self.opt, emb, None)
+        self.last_used.fill_(self.step)
+        self.kmeans_done = True
+        self.log(f"step {self.step}: codebook initialised by k-means on {len(x)} encoder outputs "
+                 f"({time.time() - t0:.1f}s)")
+
+    @torch.no_grad()
+    def restart_dead(self, latents: torch.Tensor, indices: torch.Tensor) -> int:
+        dead = torch.nonzero(self.step - self.last_used > self.a.dead_after).flatten()
+        if len(dead) == 0:
+            return 0
+        q = self.model.quantize
+        emb = q.codebook().float()
+        lat = latents.float()
+        err = (lat - emb[indices.flatten().to(emb.device)]).pow(2).sum(1).cpu() + 1e-6
+        pick = torch.multinomial(err, len(dead), replacement=len(dead) > len(err), generator=self.gen)
+        new = lat.cpu()[pick] + 0.01 * torch.randn((len(dead), lat.shape[1]), generator=self.gen)
+        if q.l2_norm:
+            new = F.normalize(new, dim=-1)
+        w = q.embedding.weight
+        w.data[dead.to(w.device)] = new.to(w.device, w.dtype)
+        _reset_opt_rows(self.opt, w, dead.to(w.device))
+        self.last_used[dead] = self.step
+        return len(dead)
+
+    # -- loop ----------------------------------------------------------------
+    def train_step(self) -> dict[str, float]:
+        a, m = self.a, self.model
+        lr = _lr_at(self.step, a.steps, a.lr, a.warmup, a.min_lr_ratio)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        x = self._batch()
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+            recon, info = m(x)
+        recon = recon.float()
+        l1 = (recon - x).abs().mean()
+        l2 = (recon - x).pow(2).mean()
+        loss = l1 + l2 + info["codebook"] + info["commit"] + info["entropy"]
+        edge = torch.zeros(())
+        if a.edge_weight > 0:
+            edge = ((recon.diff(dim=-1) - x.diff(dim=-1)).abs().mean()
+                    + (recon.diff(dim=-2) - x.diff(dim=-2)).abs().mean())
+            loss = loss + a.edge_weight * edge
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(m.parameters(), a.grad_clip) if a.grad_clip > 0 else torch.zeros(())
+        self.opt.step()
+        with torch.no_grad():
+            if m.quantize.l2_norm:  # keep raw codes on the sphere so their effective step size stays put
+                w = m.quantize.embedding.weight
+                w.copy_(F.normalize(w, dim=-1))
+        idx = info["indices"].detach()
+        used = torch.unique(idx.flatten().cpu())
+        self.last_used[used] = self.step
+        self.step += 1
+        restarted = 0
+        if (self.kmeans_done and a.restart_every > 0 and self.step % a.restart_every == 0
+                and self.step < a.restart_until * a.steps):
+            restarted = self.restart_dead(info["latents"], idx)
+        with torch.no_grad():
+            mse = ((recon.detach().clamp(-1, 1) - x) / 2).pow(2).flatten(1).mean(1)
+            psnr = float((-10 * torch.log10(mse.clamp_min(1e-10))).mean())
+        return {"loss": float(loss.detach()), "l1": float(l1.detach()), "l2": float(l2.detach()),
+                "edge": float(edge.detach()), "codebook": float(info["codebook"].detach()),
+                "commit": float(info["commit"].detach()),
+                "psnr": psnr, "lr": lr, "grad_norm": float(gnorm), "restarted": restarted,
+                "used": used}
+
+    def evaluate_heldout(self) -> dict[str, Any]:
+        res = evaluate(self.model, self.data.heldout, batch_size=self.a.eval_batch)
+        res["step"] = self.step
+        return res
+
+    def loop(self, stop_flag: threading.Event) -> None:
+        a = self.a
+        start = time.time()
+        last_ckpt = time.time()
+        win_t, win_n = time.time(), 0
+        win_used = torch.zeros(self.vq_args.codebook_size, dtype=torch.bool)
+        acc: dict[str, float] = {}
+        steps_here = 0
+        budget = None if a.budget_minutes is None else a.budget_minutes * 60.0
+        while self.step < a.steps:
+            if stop_flag.is_set():
+                self.stop_reason = "interrupted"  # SIGTERM
+                break
+            if budget is not None and time.time() - start >= budget:
+                self.stop_reason = f"wall budget of {a.budget_minutes:g} min spent"
+                break
+            if a.stop_after is not None and steps_here >= a.stop_after:
+                self.stop_reason = f"--stop-after {a.stop_after} reached"
+                break
+            t0 = time.time()
+            if not self.kmeans_done and a.kmeans_step >= 0 and self.step >= a.kmeans_step:
+                self.kmeans_init()
+            r = self.train_step()
+            steps_here += 1
+            win_n += 1
+            win_used[r.pop("used")] = True
+            for k, v in r.items():
+                acc[k] = acc.get(k, 0.0) + float(v)
+            if self.step % a.log_every == 0 or self.step == a.steps:
+                dt = time.time() - win_t
+                self.log(f"step {self.step}/{a.steps}  loss {acc['loss'] / win_n:.4f}  "
+                         f"l1 {acc['l1'] / win_n:.4f}  psnr {acc['psnr'] / win_n:.2f} dB  "
+                         f"codes {int(win_used.sum())}/{self.vq_args.codebook_size}  "
+                         f"restarts {int(acc['restarted'])}  lr {r['lr']:.2e}  "
+                         f"{win_n / max(dt, 1e-9):.2f} it/s")
+                win_t, win_n, acc = time.time(), 0, {}
+                win_used.zero_()
+            if a.eval_every > 0 and self.step % a.eval_every == 0 and self.step < a.steps:
+                ev = self.evaluate_heldout()
+                self.history.append(ev)
+                self.log(f"eval step {self.step}: held-out psnr {ev['psnr']:.2f} dB, codes used "
+                         f"{ev['codes_used']}/{self.vq_args.codebook_size} "
+                         f"({100 * ev['codes_used_fraction']:.1f}%), perplexity {ev['perplexity']:.0f}")
+            self.wall += time.time() - t0
+            if time.time() - last_ckpt >= a.checkpoint_minutes * 60.0:
+                self.save_checkpoint()
+                last_ckpt = time.time()
+        self.save_checkpoint()
+
+    # -- export --------------------------------------------------------------
+    def export(self, out: Path) -> dict[str, Any]:
+        ev = self.evaluate_heldout()
+        metrics = {
+            "heldout_psnr": ev["psnr"],
+            "heldout_psnr_global": ev["psnr_global"],
+            "codes_used": ev["codes_used"],
+            "codes_used_fraction": ev["codes_used_fraction"],
+            "codebook_size": self.vq_args.codebook_size,
+            "perplexity": ev["perplexity"],
+            "heldout_images": ev["n_images"],
+            "train_images": int(len(self.data.train)),
+            "steps": self.step,
+            "target_steps": int(self.a.steps),
+            "wall_seconds": round(self.wall, 1),
+            "params": self.model.num_params(),
+            "batch": int(self.a.batch),
+            "precision": "bf16-autocast" if self.amp else "fp32",
+            "data": str(self.data.path),
+            "images_sha256": self.data.sha256,
+            "vq_args": self.vq_args.to_dict(),
+            "history": self.history,
+        }
+        save_vq(self.model, self.vq_args, out, dtype=torch.float16, metadata={
+            "steps": str(self.step),
+            "heldout_psnr": f"{ev['psnr']:.3f}",
+            "codes_used": str(ev["codes_used"]),
+            "images_sha256": self.data.sha256,
+        })
+        _atomic_write_text(self.run_dir / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
+        self.log(f"exported {out} (fp16): held-out psnr {ev['psnr']:.2f} dB, codes used "
+                 f"{ev['codes_used']}/{self.vq_args.codebook_size} "
+                 f"({100 * ev['codes_used_fraction']:.1f}%), {self.step} steps; "
+                 f"metrics in {self.run_dir / METRICS_NAME}")
+        return metrics
+
+
+# --------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``lantern-studio train vq``."""
+    g = parser.add_argument_group("data and run")
+    g.add_argument("--data", type=Path, default=None,
+                   help=f"dataset folder with images.npy + meta.jsonl (default: <data dir>/{DEFAULT_DATASET})")
+    g.add_argument("--run", type=Path, default=None,
+                   help="run folder for the checkpoint and log; re-running resumes (default: <runs dir>/vq)")
+    g.add_argument("--out", type=Path, default=None,
+                   help="where to write the fp16 tokenizer (default: <run>/vq.safetensors)")
+    g.add_argument("--steps", type=int, default=5000, help="total target steps (default: 5000)")
+    g.add_argument("--budget-minutes", type=float, default=None,
+                   help="stop cleanly (checkpoint) after this much wall time; re-run to continue")
+    g.add_argument("--export", action="store_true",
+                   help="don't train: export the checkpoint's weights and metrics now")
+    g.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+
+    g = parser.add_argument_group("optimisation")
+    g.add_argument("--batch", type=int, default=32, help="batch size (default: 32)")
+    g.add_argument("--lr", type=float, default=6e-4, help="peak learning rate (default: 6e-4)")
+    g.add_argument("--warmup", type=int, default=100, help="linear warm-up steps (default: 100)")
+    g.add_argument("--min-lr-ratio", type=float, default=0.05, help="cosine floor as a fraction of --lr")
+    g.add_argument("--weight-decay", type=float, default=0.01)
+    g.add_argument("--grad-clip", type=float, default=1.0)
+    g.add_argument("--edge-weight", type=float, default=0.2, help="weight of the image-gradient L1 loss")
+    g.add_argument("--shift", type=int, default=2, help="max random shift in px (white fill; default 2)")
+    g.add_argument("--seed", type=int, default=0)
+
+    g = parser.add_argument_group("codebook")
+    g.add_argument("--kmeans-step", type=int, default=100,
+                   help="initialise the codebook by k-means at this step (-1: never; default 100)")
+    g.add_argument("--kmeans-batches", type=int, default=8)
+    g.add_argument("--kmeans-points", type=int, default=32768)
+    g.add_argument("--kmeans-iters", type=int, default=20)
+    g.add_argument("--restart-every", type=int, default=20, help="check for dead codes every N steps (0: off)")
+    g.add_argument("--dead-after", type=int, default=100, help="a code unused this many steps is restarted")
+    g.add_argument("--restart-until", type=float, default=0.9,
+                   help="stop restarts after this fraction of --steps (default 0.9)")
+
+    g = parser.add_argument_group("machine and logging")
+    g.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
+    g.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    g.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto",
+                   help="bf16 autocast where the CPU/GPU supports it (auto), or force one")
+    g.add_argument("--log-every", type=int, default=10)
+    g.add_argument("--eval-every", type=int, default=250, help="held-out evaluation every N steps (0: off)")
+    g.add_argument("--eval-batch", type=int, default=64)
+    g.add_argument("--checkpoint-minutes", type=float, default=3.0)
+    g.add_argument("--vq-args", default=None,
+                   help="JSON object of VQArgs fields overriding the default architecture (new runs only)")
+
+
+def _check_args(a: argparse.Namespace) -> None:
+    def need(cond: bool, flag: str, allowed: str, value: Any) -> None:
+        if not cond:
+            raise ValueError(f"{flag}={value!r}: must be {allowed}")
+
+    need(a.steps >= 1, "--steps", ">= 1", a.steps)
+    need(a.batch >= 1, "--batch", ">= 1", a.batch)
+    need(a.lr > 0, "--lr", "> 0", a.lr)
+    need(a.warmup >= 0, "--warmup", ">= 0", a.warmup)
+    need(0 <= a.min_lr_ratio <= 1, "--min-lr-ratio", "in [0, 1]", a.min_lr_ratio)
+    need(a.budget_minutes is None or a.budget_minutes >= 0, "--budget-minutes", ">= 0", a.budget_minutes)
+    need(a.shift >= 0, "--shift", ">= 0", a.shift)
+    need(a.threads >= 1, "--threads", ">= 1", a.threads)
+    need(a.log_every >= 1, "--log-every", ">= 1", a.log_every)
+    need(a.eval_every >= 0, "--eval-every", ">= 0", a.eval_every)
+    need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
+    need(a.checkpoint_minutes > 0, "--checkpoint-minutes", "> 0", a.checkpoint_minutes)
+    need(a.kmeans_batches >= 1, "--kmeans-batches", ">= 1", a.kmeans_batches)
+    need(a.kmeans_points >= 1, "--kmeans-points", ">= 1", a.kmeans_points)
+    need(a.kmeans_iters >= 1, "--kmeans-iters", ">= 1", a.kmeans_iters)
+    need(a.restart_every >= 0, "--restart-every", ">= 0", a.restart_every)
+    need(a.dead_after >= 1, "--dead-after", ">= 1", a.dead_after)
+    need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (or resume, or ``--export``) the tokenizer. Returns a process exit code."""
+    a = args
+    a.data = Path(a.data) if a.data else paths.data_dir() / DEFAULT_DATASET
+    a.run = Path(a.run) if a.run else paths.runs_dir() / "vq"
+    out = Path(a.out) if a.out else a.run / "vq.safetensors"
+    try:
+        _check_args(a)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    a.run.mkdir(parents=True, exist_ok=True)
+    log_file = open(a.run / LOG_NAME, "a", encoding="utf-8")
+
+    def log(msg: str) -> None:
+        line = f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}"
+        print(msg, flush=True)
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(a.threads)
+    stop_flag = threading.Event()
+    old_handler = None
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        def on_term(signum, frame):  # noqa: ARG001
+            stop_flag.set()
+        old_handler = signal.signal(signal.SIGTERM, on_term)
+    trainer = None
+    try:
+        try:
+            data = load_vq_data(a.data)
+            trainer = _Trainer(a, log)
+            if a.export and not trainer.ckpt_path.is_file():
+                raise ValueError(f"{trainer.ckpt_path}: no checkpoint to export (train first)")
+            trainer.setup(data)
+        except (FileNotFoundError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if data.note:
+            log(f"note: {data.note}")
+        if a.export:
+            trainer.export(out)
+            return 0
+        if trainer.step < a.steps:
+            log(f"training VQ tokenizer: {trainer.model.num_params() / 1e6:.2f} M params, "
+                f"{len(data.train)} train / {len(data.heldout)} held-out images "
+                f"{data.train.shape[1]}x{data.train.shape[2]}, batch {a.batch}, "
+                f"{'bf16 autocast' if trainer.amp else 'fp32'}, {a.threads} threads, "
+                f"step {trainer.step} -> {a.steps}; run folder {a.run}")
+            try:
+                trainer.loop(stop_flag)
+            except KeyboardInterrupt:
+                trainer.save_checkpoint()
+                log(f"interrupted at step {trainer.step}; checkpoint saved, re-run the same command to resume")
+                return 130
+        if trainer.step < a.steps:
+            log(f"stopped at step {trainer.step}/{a.steps} ({trainer.stop_reason}); checkpoint saved to "
+                f"{trainer.ckpt_path}; re-run the same command to resume")
+            return 143 if trainer.stop_reason == "interrupted" else 0
+        trainer.export(out)
+        return 0
+    finally:
+        if in_main and old_handler is not None:
+            signal.signal(signal.SIGTERM, old_handler)
+        torch.set_num_threads(prev_threads)
+        log_file.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lantern-studio train vq", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
