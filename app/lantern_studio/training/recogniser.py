@@ -1,0 +1,839 @@
+"""Train the quality recogniser: a small CNN that tells an emoji's subgroup.
+
+``lantern-studio train recogniser [--data DIR] [--run DIR] [--steps N]
+[--budget-minutes M] [--out FILE]``
+
+What it is for: scoring *generated* images (prompt fidelity, a Fréchet
+distance on its features, the GUI's per-run quality point). It is trained
+only on the dataset's real images, never on generated ones.
+
+* label: the emoji's **subgroup** (emojibase, e.g. ``animal-mammal``,
+  ``food-fruit``; 99 classes on the real dataset). The held-out split is by
+  emoji identity, so held-out emoji are never seen in training; the subgroup is
+  the label that generalises to them. Top-1 / top-5 on the held-out split is
+  the real-image ceiling for prompt fidelity.
+* network: stem conv (stride 2) + three residual stages (stride 2 each),
+  BatchNorm, global average pool, a ``feature_dim`` (128) linear layer whose
+  output is the feature vector for Fréchet distances, ReLU, dropout and the
+  class head. ~0.87 M parameters at the default sizes.
+* sampling: every emoji *identity* is equally likely (then one of its
+  renderings), so skin-tone variants (12-50 renderings per person emoji) do not
+  swamp the rest (``--balance image`` samples images uniformly instead).
+* augmentation: random shifts of up to ±``--shift`` px (3) filling with white,
+  mild colour jitter that keeps white white (the "ink" 1 − x is scaled per image
+  and per channel), and, with probability ``--blur-prob`` (0.2), a light 3×3
+  blur so that slightly soft decoded images are not out of distribution.
+  No flips (emoji have handedness, arrows point somewhere).
+* resumable: a checkpoint (model, optimizer, step, RNG) is written atomically
+  to the run folder every ``--checkpoint-minutes``, when the wall budget is
+  spent, on Ctrl-C / SIGTERM and at the end; re-running the same command
+  continues from it. ``--steps`` is the total target step count.
+* output (at the end of every invocation that trained, or with ``--export``):
+  fp16 safetensors ``recogniser.safetensors`` (kind ``recogniser``; config JSON
+  in the metadata: class names, feature dim, architecture sizes) and
+  ``metrics.json`` (held-out top-1 / top-5, train accuracy, steps, wall
+  seconds, params). Load it with :class:`lantern_studio.eval.metrics.Recogniser`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lantern_studio import paths
+
+__all__ = [
+    "KIND",
+    "ARCH",
+    "RecogniserConfig",
+    "RecogniserNet",
+    "RecogniserData",
+    "make_data",
+    "load_recogniser_data",
+    "to_input",
+    "augment",
+    "evaluate",
+    "save_recogniser",
+    "load_recogniser_net",
+    "add_arguments",
+    "run",
+    "main",
+]
+
+KIND = "recogniser"
+ARCH = "lantern-recogniser-cnn-v1"
+CHECKPOINT_NAME = "checkpoint.pt"
+WEIGHTS_NAME = "recogniser.safetensors"
+METRICS_NAME = "metrics.json"
+LOG_NAME = "train.log"
+_CKPT_FORMAT = "lantern-studio/recogniser-checkpoint"
+
+
+# --------------------------------------------------------------------------
+# network
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class RecogniserConfig:
+    """Architecture and labels; stored as JSON in the weights file's metadata."""
+
+    classes: list[str]
+    image_size: int = 64
+    stem: int = 32
+    widths: list[int] = field(default_factory=lambda: [64, 128, 192])
+    feature_dim: int = 128
+    dropout: float = 0.1
+    label: str = "subgroup"
+    arch: str = ARCH
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["num_classes"] = self.num_classes
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RecogniserConfig":
+        if not isinstance(d, dict):
+            raise ValueError("recogniser config must be a JSON object")
+        if d.get("arch", ARCH) != ARCH:
+            raise ValueError(f"unknown recogniser architecture {d.get('arch')!r} (this version reads {ARCH!r})")
+        classes = d.get("classes")
+        if not isinstance(classes, list) or not classes or not all(isinstance(c, str) for c in classes):
+            raise ValueError("recogniser config: 'classes' must be a non-empty list of names")
+        if len(set(classes)) != len(classes):
+            raise ValueError("recogniser config: 'classes' has duplicates")
+        known = {"classes", "image_size", "stem", "widths", "feature_dim", "dropout", "label", "arch"}
+        kw = {k: v for k, v in d.items() if k in known}
+        cfg = cls(**kw)
+        cfg.widths = [int(w) for w in cfg.widths]
+        if cfg.image_size < 8 or cfg.stem < 1 or not cfg.widths or min(cfg.widths) < 1 or cfg.feature_dim < 1:
+            raise ValueError(f"recogniser config: bad sizes {kw}")
+        return cfg
+
+
+class _Stage(nn.Module):
+    """Strided conv (downsample) + one residual 3×3 conv, BatchNorm + ReLU."""
+
+    def __init__(self, cin: int, cout: int):
+        super().__init__()
+        self.down = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = F.relu(self.bn1(self.down(x)))
+        return F.relu(a + self.bn2(self.conv(a)))
+
+
+class RecogniserNet(nn.Module):
+    """(B, 3, S, S) float in [-1, 1] → logits (B, C); ``features`` → (B, feature_dim)."""
+
+    def __init__(self, config: RecogniserConfig):
+        super().__init__()
+        self.config = config
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, config.stem, 3, stride=2, padding=1, bias=False),
+            nn.BatchNorm2d(config.stem),
+            nn.ReLU(inplace=True),
+        )
+        chans = [config.stem, *config.widths]
+        self.stages = nn.Sequential(*[_Stage(a, b) for a, b in zip(chans[:-1], chans[1:])])
+        self.feature = nn.Linear(chans[-1], config.feature_dim)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.feature_dim, config.num_classes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate features (pre-activation output of the feature layer)."""
+        h = self.stages(self.stem(x))
+        return self.feature(h.mean(dim=(2, 3)))
+
+    def forward(self, x: torch.Tensor, return_features: bool = False):
+        f = self.features(x)
+        logits = self.head(self.dropout(F.relu(f)))
+        return (logits, f) if return_features else logits
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def to_input(images: np.ndarray | torch.Tensor, image_size: int = 64) -> torch.Tensor:
+    """(B, H, W, 3) or (H, W, 3) uint8 → (B, 3, image_size, image_size) float in [-1, 1].
+
+    Other sizes are resized with antialiasing (e.g. 256×256 LlamaGen output).
+    """
+    if isinstance(images, torch.Tensor):
+        t = images.detach().cpu()
+    else:
+        arr = np.asarray(images)
+        if arr.dtype != np.uint8:
+            raise ValueError(f"images: expected uint8 pixels, got {arr.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if t.dtype != torch.uint8:
+        raise ValueError(f"images: expected uint8 pixels, got {t.dtype}")
+    if t.ndim == 3:
+        t = t.unsqueeze(0)
+    if t.ndim != 4 or t.shape[-1] != 3:
+        raise ValueError(f"images: expected (B, H, W, 3) or (H, W, 3) uint8, got shape {tuple(t.shape)}")
+    x = t.permute(0, 3, 1, 2).float().div_(127.5).sub_(1.0)
+    if x.shape[-2:] != (image_size, image_size):
+        x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", antialias=True,
+                          align_corners=False).clamp_(-1.0, 1.0)
+    return x.contiguous()
+
+
+# --------------------------------------------------------------------------
+# data
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class RecogniserData:
+    images: np.ndarray  # (N, H, W, 3) uint8
+    labels: np.ndarray  # (N,) int64 class index
+    identities: list[str]  # per row
+    train_idx: np.ndarray
+    heldout_idx: np.ndarray
+    classes: list[str]
+    path: Path | None = None
+    note: str = ""
+
+
+def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str = "subgroup",
+              classes: Sequence[str] | None = None, path: Path | None = None) -> RecogniserData:
+    """Arrays + meta rows (``split``, ``identity`` and the label field) → :class:`RecogniserData`.
+
+    Rows without a label are dropped. ``classes`` defaults to the sorted label
+    names present in the rows.
+    """
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
+        raise ValueError(f"images: expected (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
+    if len(meta) != len(images):
+        raise ValueError(f"{len(meta)} meta rows but {len(images)} images")
+    keep = [i for i, m in enumerate(meta) if m.get(label)]
+    if classes is None:
+        classes = sorted({meta[i][label] for i in keep})
+    classes = list(classes)
+    index = {c: j for j, c in enumerate(classes)}
+    unknown = sorted({meta[i][label] for i in keep} - set(index))
+    if unknown:
+        raise ValueError(f"labels not among the classes: {', '.join(unknown[:5])}")
+    labels = np.full(len(meta), -1, dtype=np.int64)
+    for i in keep:
+        labels[i] = index[meta[i][label]]
+    splits = np.array([str(m.get("split")) for m in meta])
+    has = labels >= 0
+    train_idx = np.flatnonzero((splits == "train") & has)
+    held_idx = np.flatnonzero((splits == "heldout") & has)
+    note = ""
+    if len(train_idx) == 0:
+        raise ValueError("no labelled rows with split 'train'")
+    if len(held_idx) == 0:
+        note = "no 'heldout' rows: held-out metrics are not available"
+    identities = [str(m.get("identity") or m.get("name") or i) for i, m in enumerate(meta)]
+    return RecogniserData(images=images, labels=labels, identities=identities, train_idx=train_idx,
+                          heldout_idx=held_idx, classes=classes, path=path, note=note)
+
+
+def load_recogniser_data(data_dir: str | os.PathLike, *, label: str = "subgroup") -> RecogniserData:
+    """Load a dataset folder built by ``lantern-studio train data`` (or one in its layout)."""
+    from lantern_studio.training.data import DatasetError, load_dataset
+
+    try:
+        images, meta, _manifest = load_dataset(data_dir)
+    except DatasetError as e:
+        raise ValueError(str(e)) from None
+    except FileNotFoundError as e:
+        raise ValueError(f"{data_dir}: incomplete dataset ({e})") from None
+    return make_data(images, meta, label=label, path=Path(data_dir))
+
+
+def _kernel_blur() -> torch.Tensor:
+    k = torch.tensor([1.0, 2.0, 1.0])
+    k = torch.outer(k, k)
+    return (k / k.sum()).expand(3, 1, 3, 3).contiguous()
+
+
+_BLUR = _kernel_blur()
+
+
+def augment(x: torch.Tensor, gen: torch.Generator, *, shift: int = 3, jitter: float = 0.15,
+            blur_prob: float = 0.2) -> torch.Tensor:
+    """Training augmentation of (B, 3, H, W) in [-1, 1]; white (1.0) stays white.
+
+    shift: per-image translation by up to ±shift px, filled with white.
+    jitter: the ink (1 − x) is scaled by U[1 − j, 1 + j] per image and by
+        U[1 − j/2, 1 + j/2] per channel (brightness / tint / saturation-ish).
+    blur_prob: chance of a 3×3 [1 2 1]² blur per image.
+    """
+    b, _, h, w = x.shape
+    if shift > 0:
+        s = shift
+        padded = F.pad(x, (s, s, s, s), value=1.0)
+        off = torch.randint(0, 2 * s + 1, (b, 2), generator=gen).tolist()
+        x = torch.stack([padded[i, :, oy:oy + h, ox:ox + w] for i, (oy, ox) in enumerate(off)])
+    if jitter > 0:
+        g = 1.0 + jitter * (2 * torch.rand(b, 1, 1, 1, generator=gen) - 1)
+        c = 1.0 + 0.5 * jitter * (2 * torch.rand(b, 3, 1, 1, generator=gen) - 1)
+        ink = (1.0 - x) * 0.5  # in [0, 1]
+        x = 1.0 - 2.0 * (ink * g * c).clamp_(0.0, 1.0)
+    if blur_prob > 0:
+        m = torch.rand(b, generator=gen) < blur_prob
+        if bool(m.any()):
+            xb = F.conv2d(F.pad(x[m], (1, 1, 1, 1), mode="replicate"), _BLUR, groups=3)
+            x = x.clone()
+            x[m] = xb
+    return x.contiguous()
+
+
+# --------------------------------------------------------------------------
+# evaluation
+# --------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def evaluate(model: RecogniserNet, data: RecogniserData, idx: np.ndarray, *, batch_size: int = 128) -> dict[str, Any]:
+    """Top-1 / top-5 accuracy on rows ``idx`` (no augmentation), per image and per identity.
+
+    ``*_identity`` metrics average each identity's accuracy first, so emoji with
+    many renderings (skin tones) count once.
+    """
+    if len(idx) == 0:
+        return {"n_images": 0, "n_identities": 0, "top1": None, "top5": None,
+                "top1_identity": None, "top5_identity": None, "loss": None}
+    was_training = model.training
+    model.eval()
+    k = min(5, model.config.num_classes)
+    hit1, hit5, losses = [], [], []
+    size = model.config.image_size
+    for i in range(0, len(idx), batch_size):
+        rows = idx[i:i + batch_size]
+        x = to_input(data.images[rows], size)
+        y = torch.from_numpy(data.labels[rows])
+        logits = model(x)
+        losses.append(F.cross_entropy(logits, y, reduction="sum").item())
+        top = logits.topk(k, dim=1).indices
+        hit1.append((top[:, 0] == y).numpy())
+        hit5.append((top == y[:, None]).any(dim=1).numpy())
+    model.train(was_training)
+    h1, h5 = np.concatenate(hit1), np.concatenate(hit5)
+    ids = [data.identities[r] for r in idx]
+    per_id: dict[str, list[int]] = {}
+    for j, ident in enumerate(ids):
+        per_id.setdefault(ident, []).append(j)
+    t1_id = float(np.mean([h1[js].mean() for js in per_id.values()]))
+    t5_id = float(np.mean([h5[js].mean() for js in per_id.values()]))
+    return {
+        "n_images": int(len(idx)),
+        "n_identities": len(per_id),
+        "top1": float(h1.mean()),
+        "top5": float(h5.mean()),
+        "top1_identity": t1_id,
+        "top5_identity": t5_id,
+        "loss": float(sum(losses) / len(idx)),
+    }
+
+
+# --------------------------------------------------------------------------
+# weights
+# --------------------------------------------------------------------------
+
+
+def save_recogniser(model: RecogniserNet, path: str | os.PathLike, dtype: torch.dtype | None = torch.float16,
+                    extra: dict[str, Any] | None = None) -> None:
+    """fp16 safetensors, kind ``recogniser``, config (+ ``extra``) as JSON metadata."""
+    from lantern_studio.engine.checkpoints import save_weights
+
+    config = model.config.to_dict()
+    if extra:
+        config["info"] = extra
+    save_weights(model, path, config, kind=KIND, dtype=dtype)
+
+
+def load_recogniser_net(path: str | os.PathLike) -> tuple[RecogniserNet, dict[str, Any]]:
+    """→ (network in eval mode, fp32; the stored config dict)."""
+    from lantern_studio.engine.checkpoints import CheckpointError, load_state_strict, load_weights
+
+    sd, config = load_weights(path, kind=KIND)
+    try:
+        cfg = RecogniserConfig.from_dict(config)
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad recogniser configuration ({e})") from None
+    net = RecogniserNet(cfg)
+    load_state_strict(net, sd, path)
+    return net.eval(), config
+
+
+# --------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------
+
+
+def _lr_at(step: int, total: int, base: float, warmup: int, min_ratio: float) -> float:
+    if warmup > 0 and step < warmup:
+        return base * (step + 1) / warmup
+    span = max(1, total - warmup)
+    prog = min(1.0, max(0.0, (step - warmup) / span))
+    return base * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * prog)))
+
+
+def _umask_mode(path: str) -> None:
+    """mkstemp makes 0600 files; give them the usual umask-based mode instead.
+
+    The umask is read from /proc (Linux) rather than by os.umask(), which would
+    briefly change it for every thread of the process; elsewhere 022 is assumed.
+    """
+    mask = 0o022
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    mask = int(line.split()[1], 8)
+                    break
+    except (OSError, ValueError):
+        pass
+    try:
+        os.chmod(path, 0o666 & ~mask)
+    except OSError:
+        pass
+
+
+def _atomic_torch_save(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        _umask_mode(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        _umask_mode(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _sample_weights(data: RecogniserData, balance: str) -> torch.Tensor:
+    """Per-train-row sampling weight: uniform per image, or per identity."""
+    n = len(data.train_idx)
+    if balance == "image":
+        return torch.ones(n, dtype=torch.float64)
+    counts: dict[str, int] = {}
+    for r in data.train_idx:
+        counts[data.identities[r]] = counts.get(data.identities[r], 0) + 1
+    return torch.tensor([1.0 / counts[data.identities[r]] for r in data.train_idx], dtype=torch.float64)
+
+
+class _Trainer:
+    """One training invocation: set up or resume, loop, checkpoint, export."""
+
+    def __init__(self, args: argparse.Namespace, data: RecogniserData, log: Callable[[str], None]):
+        self.a = args
+        self.data = data
+        self.log = log
+        self.run_dir = Path(args.run)
+        self.ckpt_path = self.run_dir / CHECKPOINT_NAME
+        self.stop_reason: str | None = None
+        self.history: list[dict[str, Any]] = []
+        self.steps_this_run = 0
+
+    def setup(self) -> None:
+        a = self.a
+        resumed = None
+        if self.ckpt_path.is_file():
+            try:
+                resumed = torch.load(self.ckpt_path, map_location="cpu", weights_only=True)
+            except Exception as e:
+                raise ValueError(f"{self.ckpt_path}: unreadable checkpoint ({type(e).__name__}: {e}); "
+                                 "delete it or pass another --run") from None
+            if not isinstance(resumed, dict) or resumed.get("format") != _CKPT_FORMAT:
+                raise ValueError(f"{self.ckpt_path}: not a recogniser training checkpoint")
+            self.cfg = RecogniserConfig.from_dict(json.loads(resumed["config"]))
+            if self.cfg.classes != self.data.classes:
+                raise ValueError(f"{self.ckpt_path}: trained on other classes than this dataset's "
+                                 f"({self.cfg.num_classes} vs {len(self.data.classes)}); pass another --run")
+        else:
+            self.cfg = RecogniserConfig(
+                classes=list(self.data.classes),
+                image_size=int(self.data.images.shape[1]),
+                stem=a.stem, widths=list(a.widths), feature_dim=a.feature_dim, dropout=a.dropout,
+                label=a.label,
+            )
+        torch.manual_seed(a.seed)
+        self.model = RecogniserNet(self.cfg)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+        self.gen = torch.Generator().manual_seed(a.seed)
+        self.weights = _sample_weights(self.data, a.balance)
+        self.step = 0
+        self.wall = 0.0
+        if resumed is not None:
+            self.model.load_state_dict(resumed["model"])
+            self.opt.load_state_dict(resumed["optimizer"])
+            self.gen.set_state(resumed["rng"])
+            torch.set_rng_state(resumed["torch_rng"])
+            self.step = int(resumed["step"])
+            self.wall = float(resumed["wall_seconds"])
+            self.history = list(json.loads(resumed.get("history", "[]")))
+            self.log(f"resuming from {self.ckpt_path} at step {self.step}")
+        self.model.train()
+
+    def save_checkpoint(self) -> None:
+        _atomic_torch_save({
+            "format": _CKPT_FORMAT,
+            "version": 1,
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.opt.state_dict(),
+            "rng": self.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "wall_seconds": self.wall,
+            "config": json.dumps(self.cfg.to_dict()),
+            "history": json.dumps(self.history),
+        }, self.ckpt_path)
+
+    def train_step(self) -> dict[str, float]:
+        a = self.a
+        lr = _lr_at(self.step, a.steps, a.lr, a.warmup, a.min_lr_ratio)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        pick = torch.multinomial(self.weights, a.batch, replacement=True, generator=self.gen).numpy()
+        rows = self.data.train_idx[pick]
+        x = augment(to_input(self.data.images[rows], self.cfg.image_size), self.gen,
+                    shift=a.shift, jitter=a.jitter, blur_prob=a.blur_prob)
+        y = torch.from_numpy(self.data.labels[rows])
+        logits = self.model(x)
+        loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if a.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.grad_clip)
+        self.opt.step()
+        self.step += 1
+        acc = (logits.argmax(1) == y).float().mean().item()
+        return {"loss": loss.item(), "acc": acc, "lr": lr}
+
+    def _train_eval_idx(self) -> np.ndarray:
+        """A fixed subset of train rows for the (un-augmented) train accuracy."""
+        n = self.a.train_eval_images
+        idx = self.data.train_idx
+        if len(idx) <= n:
+            return idx
+        rng = np.random.default_rng(1234)
+        return np.sort(rng.choice(idx, size=n, replace=False))
+
+    def evaluate_all(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "heldout": evaluate(self.model, self.data, self.data.heldout_idx, batch_size=self.a.eval_batch),
+            "train": evaluate(self.model, self.data, self._train_eval_idx(), batch_size=self.a.eval_batch),
+        }
+
+    def _fmt(self, ev: dict[str, Any]) -> str:
+        h, t = ev["heldout"], ev["train"]
+        if h["top1"] is None:
+            held = "held-out n/a"
+        else:
+            held = (f"held-out top-1 {100 * h['top1']:.1f}% top-5 {100 * h['top5']:.1f}% "
+                    f"(per identity {100 * h['top1_identity']:.1f}% / {100 * h['top5_identity']:.1f}%)")
+        return f"{held}; train top-1 {100 * t['top1']:.1f}%"
+
+    def loop(self, stop_flag: threading.Event) -> None:
+        a = self.a
+        start = time.time()
+        last_ckpt = time.time()
+        win_t, win_n = time.time(), 0
+        acc: dict[str, float] = {}
+        budget = None if a.budget_minutes is None else a.budget_minutes * 60.0
+        while self.step < a.steps:
+            if stop_flag.is_set():
+                self.stop_reason = "interrupted"
+                break
+            if budget is not None and time.time() - start >= budget:
+                self.stop_reason = f"wall budget of {a.budget_minutes:g} min spent"
+                break
+            if a.stop_after is not None and self.steps_this_run >= a.stop_after:
+                self.stop_reason = f"--stop-after {a.stop_after} reached"
+                break
+            t0 = time.time()
+            r = self.train_step()
+            self.steps_this_run += 1
+            win_n += 1
+            for k in ("loss", "acc"):
+                acc[k] = acc.get(k, 0.0) + r[k]
+            if self.step % a.log_every == 0 or self.step == a.steps:
+                dt = time.time() - win_t
+                self.log(f"step {self.step}/{a.steps}  loss {acc['loss'] / win_n:.3f}  "
+                         f"train-aug acc {100 * acc['acc'] / win_n:.1f}%  lr {r['lr']:.2e}  "
+                         f"{win_n / max(dt, 1e-9):.2f} it/s")
+                win_t, win_n, acc = time.time(), 0, {}
+            self.wall += time.time() - t0
+            if a.eval_every > 0 and self.step % a.eval_every == 0 and self.step < a.steps:
+                t1 = time.time()
+                ev = self.evaluate_all()
+                self.history.append({"step": self.step, "heldout_top1": ev["heldout"]["top1"],
+                                     "heldout_top5": ev["heldout"]["top5"], "train_top1": ev["train"]["top1"]})
+                self.log(f"eval step {self.step}: {self._fmt(ev)}")
+                self.wall += time.time() - t1
+            if time.time() - last_ckpt >= a.checkpoint_minutes * 60.0:
+                self.save_checkpoint()
+                last_ckpt = time.time()
+        self.save_checkpoint()
+
+    def export(self, out: Path) -> dict[str, Any]:
+        ev = self.evaluate_all()
+        h, t = ev["heldout"], ev["train"]
+        metrics = {
+            "label": self.cfg.label,
+            "num_classes": self.cfg.num_classes,
+            "heldout_top1": h["top1"],
+            "heldout_top5": h["top5"],
+            "heldout_top1_identity": h["top1_identity"],
+            "heldout_top5_identity": h["top5_identity"],
+            "heldout_loss": h["loss"],
+            "heldout_images": h["n_images"],
+            "heldout_identities": h["n_identities"],
+            "heldout_classes_present": int(len(set(self.data.labels[self.data.heldout_idx].tolist()))),
+            "train_top1": t["top1"],
+            "train_top5": t["top5"],
+            "train_eval_images": t["n_images"],
+            "train_images": int(len(self.data.train_idx)),
+            "steps": self.step,
+            "target_steps": int(self.a.steps),
+            "complete": self.step >= self.a.steps,
+            "wall_seconds": round(self.wall, 1),
+            "params": self.model.num_params(),
+            "batch": int(self.a.batch),
+            "balance": self.a.balance,
+            "augment": {"shift": self.a.shift, "jitter": self.a.jitter, "blur_prob": self.a.blur_prob},
+            "threads": int(self.a.threads),
+            "data": str(self.data.path) if self.data.path else None,
+            "config": {k: v for k, v in self.cfg.to_dict().items() if k != "classes"},
+            "history": self.history,
+        }
+        info = {"steps": self.step, "heldout_top1": h["top1"], "heldout_top5": h["top5"],
+                "train_top1": t["top1"], "data": metrics["data"]}
+        save_recogniser(self.model, out, dtype=torch.float16, extra=info)
+        metrics["weights"] = str(out)
+        metrics["weights_bytes"] = out.stat().st_size
+        _atomic_write_text(self.run_dir / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
+        self.log(f"exported {out} (fp16, {out.stat().st_size / 1e6:.2f} MB) at step {self.step}: "
+                 f"{self._fmt(ev)}; metrics in {self.run_dir / METRICS_NAME}")
+        return metrics
+
+
+# --------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------
+
+
+def _widths(text: str) -> list[int]:
+    try:
+        ws = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not ws or min(ws) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive widths, got {text!r}")
+    return ws
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``lantern-studio train recogniser``."""
+    g = parser.add_argument_group("data and run")
+    g.add_argument("--data", type=Path, default=None,
+                   help="dataset folder with images.npy + meta.jsonl + manifest.json "
+                        "(default: the `train data` output folder)")
+    g.add_argument("--run", type=Path, default=None,
+                   help="run folder for the checkpoint, log and metrics; re-running resumes "
+                        "(default: <runs dir>/recogniser)")
+    g.add_argument("--out", type=Path, default=None,
+                   help=f"where to write the fp16 recogniser (default: <run>/{WEIGHTS_NAME})")
+    g.add_argument("--steps", type=int, default=1200, help="total target steps (default: 1200)")
+    g.add_argument("--budget-minutes", type=float, default=None,
+                   help="stop cleanly (checkpoint + export) after this much wall time; re-run to continue")
+    g.add_argument("--export", action="store_true",
+                   help="don't train: export the checkpoint's weights and metrics now")
+    g.add_argument("--label", default="subgroup", help=argparse.SUPPRESS)
+    g.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+
+    g = parser.add_argument_group("optimisation")
+    g.add_argument("--batch", type=int, default=64, help="batch size (default: 64)")
+    g.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default: 2e-3)")
+    g.add_argument("--warmup", type=int, default=50, help="linear warm-up steps (default: 50)")
+    g.add_argument("--min-lr-ratio", type=float, default=0.02, help="cosine floor as a fraction of --lr")
+    g.add_argument("--weight-decay", type=float, default=0.05)
+    g.add_argument("--grad-clip", type=float, default=2.0)
+    g.add_argument("--label-smoothing", type=float, default=0.1)
+    g.add_argument("--balance", choices=["identity", "image"], default="identity",
+                   help="sample each emoji identity equally (default) or each image equally")
+    g.add_argument("--shift", type=int, default=3, help="max random shift in px, white fill (default: 3)")
+    g.add_argument("--jitter", type=float, default=0.15, help="colour jitter strength (default: 0.15)")
+    g.add_argument("--blur-prob", type=float, default=0.2, help="chance of a light blur per image (default: 0.2)")
+    g.add_argument("--seed", type=int, default=0)
+
+    g = parser.add_argument_group("architecture (new runs only)")
+    g.add_argument("--stem", type=int, default=32, help="stem channels (default: 32)")
+    g.add_argument("--widths", type=_widths, default=[64, 128, 192],
+                   help="channels of the stride-2 stages (default: 64,128,192)")
+    g.add_argument("--feature-dim", type=int, default=128, help="feature vector size (default: 128)")
+    g.add_argument("--dropout", type=float, default=0.1)
+
+    g = parser.add_argument_group("machine and logging")
+    g.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+    g.add_argument("--log-every", type=int, default=25)
+    g.add_argument("--eval-every", type=int, default=500, help="evaluation every N steps (0: off)")
+    g.add_argument("--eval-batch", type=int, default=128)
+    g.add_argument("--train-eval-images", type=int, default=1000,
+                   help="train images (fixed subset) for the reported train accuracy")
+    g.add_argument("--checkpoint-minutes", type=float, default=3.0)
+
+
+def _check_args(a: argparse.Namespace) -> None:
+    def need(cond: bool, flag: str, allowed: str, value: Any) -> None:
+        if not cond:
+            raise ValueError(f"{flag}={value!r}: must be {allowed}")
+
+    need(a.steps >= 1, "--steps", ">= 1", a.steps)
+    need(a.batch >= 1, "--batch", ">= 1", a.batch)
+    need(a.lr > 0, "--lr", "> 0", a.lr)
+    need(a.warmup >= 0, "--warmup", ">= 0", a.warmup)
+    need(0 <= a.min_lr_ratio <= 1, "--min-lr-ratio", "in [0, 1]", a.min_lr_ratio)
+    need(a.weight_decay >= 0, "--weight-decay", ">= 0", a.weight_decay)
+    need(0 <= a.label_smoothing < 1, "--label-smoothing", "in [0, 1)", a.label_smoothing)
+    need(a.budget_minutes is None or a.budget_minutes >= 0, "--budget-minutes", ">= 0", a.budget_minutes)
+    need(0 <= a.shift <= 16, "--shift", "in [0, 16]", a.shift)
+    need(0 <= a.jitter < 1, "--jitter", "in [0, 1)", a.jitter)
+    need(0 <= a.blur_prob <= 1, "--blur-prob", "in [0, 1]", a.blur_prob)
+    need(a.stem >= 1, "--stem", ">= 1", a.stem)
+    need(a.feature_dim >= 1, "--feature-dim", ">= 1", a.feature_dim)
+    need(0 <= a.dropout < 1, "--dropout", "in [0, 1)", a.dropout)
+    need(a.threads >= 1, "--threads", ">= 1", a.threads)
+    need(a.log_every >= 1, "--log-every", ">= 1", a.log_every)
+    need(a.eval_every >= 0, "--eval-every", ">= 0", a.eval_every)
+    need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
+    need(a.train_eval_images >= 1, "--train-eval-images", ">= 1", a.train_eval_images)
+    need(a.checkpoint_minutes > 0, "--checkpoint-minutes", "> 0", a.checkpoint_minutes)
+    need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
+
+
+def _default_data_dir() -> Path:
+    from lantern_studio.training.data import default_out_dir
+
+    return default_out_dir()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (or resume, or ``--export``) the recogniser. Returns a process exit code."""
+    a = args
+    a.data = Path(a.data) if a.data else _default_data_dir()
+    a.run = Path(a.run) if a.run else paths.runs_dir() / "recogniser"
+    out = Path(a.out) if a.out else a.run / WEIGHTS_NAME
+    try:
+        _check_args(a)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    a.run.mkdir(parents=True, exist_ok=True)
+    log_file = open(a.run / LOG_NAME, "a", encoding="utf-8")
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+        log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
+        log_file.flush()
+
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(a.threads)
+    stop_flag = threading.Event()
+    old_handler = None
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        def on_term(signum, frame):  # noqa: ARG001
+            stop_flag.set()
+        old_handler = signal.signal(signal.SIGTERM, on_term)
+    try:
+        try:
+            data = load_recogniser_data(a.data, label=a.label)
+            trainer = _Trainer(a, data, log)
+            if a.export and not trainer.ckpt_path.is_file():
+                raise ValueError(f"{trainer.ckpt_path}: no checkpoint to export (train first)")
+            trainer.setup()
+        except (FileNotFoundError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if data.note:
+            log(f"note: {data.note}")
+        if a.export:
+            trainer.export(out)
+            return 0
+        if trainer.step < a.steps:
+            log(f"training recogniser ({trainer.cfg.label}, {trainer.cfg.num_classes} classes): "
+                f"{trainer.model.num_params() / 1e6:.2f} M params, {len(data.train_idx)} train / "
+                f"{len(data.heldout_idx)} held-out images, batch {a.batch}, {a.balance}-balanced, "
+                f"{a.threads} thread(s), step {trainer.step} -> {a.steps}; run folder {a.run}")
+            try:
+                trainer.loop(stop_flag)
+            except KeyboardInterrupt:
+                trainer.save_checkpoint()
+                log(f"interrupted at step {trainer.step}; checkpoint saved, re-run the same command to resume")
+                return 130
+            if trainer.stop_reason == "interrupted":
+                log(f"interrupted at step {trainer.step}; checkpoint saved, re-run the same command to resume")
+                return 130
+        if trainer.step < a.steps:
+            log(f"stopped at step {trainer.step}/{a.steps} ({trainer.stop_reason}); checkpoint saved to "
+                f"{trainer.ckpt_path}; re-run the same command to resume")
+            if trainer.steps_this_run == 0:
+                return 0
+        elif trainer.steps_this_run == 0 and out.is_file():
+            log(f"already trained to step {trainer.step}; {out} is up to date (--export rewrites it, "
+                "a larger --steps continues)")
+            return 0
+        trainer.export(out)
+        return 0
+    finally:
+        if in_main and old_handler is not None:
+            signal.signal(signal.SIGTERM, old_handler)
+        torch.set_num_threads(prev_threads)
+        log_file.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lantern-studio train recogniser",
+                                     description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
