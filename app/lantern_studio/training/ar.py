@@ -1,0 +1,252 @@
+"""Train the bundled text-to-emoji AR model (LlamaGen t2i architecture).
+
+``lantern-studio train ar --vq VQ.safetensors [--data DIR] [--run DIR] [--steps N] [--budget-minutes M]``
+
+1. Prepare (once, cached in the run folder): every dataset image is tokenized
+   by the VQ tokenizer at several small shifts on white (augmentation that
+   keeps text and arrows unflipped), and every caption variant is embedded by
+   the sentence encoder into left-padded token embeddings with a mask.
+2. Train: teacher-forced next-token cross-entropy, caption dropout for CFG
+   (the model's ``class_dropout_prob``), AdamW with warm-up and cosine decay.
+   Progress is printed; a resumable checkpoint is written every few minutes;
+   re-running the same command resumes; ``--budget-minutes`` stops cleanly.
+3. Export: fp16 safetensors ``gpt.safetensors`` + ``metrics.json`` (held-out NLL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..engine.checkpoints import save_gpt
+from ..engine.model import ModelArgs, Transformer
+from ..engine.text import left_pad
+from ..paths import data_dir, runs_dir
+from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
+
+SHIFTS = [(0, 0), (2, 0), (-2, 0), (0, 2), (0, -2), (3, 3), (-3, -3)]
+STYLE_SUFFIXES = (", google style", ", twitter style")
+
+
+def short_caption(caption: str) -> str:
+    """'thumbs up: medium skin tone, twitter style' → 'thumbs up: medium skin tone'."""
+    for s in STYLE_SUFFIXES:
+        if caption.endswith(s):
+            return caption[: -len(s)]
+    return caption
+
+
+def shift_on_white(images: np.ndarray, dx: int, dy: int) -> np.ndarray:
+    """Shift (N, H, W, 3) uint8 images by (dx, dy) pixels, filling with white."""
+    out = np.full_like(images, 255)
+    h, w = images.shape[1:3]
+    ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
+    xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
+    out[:, yd, xd] = images[:, ys, xs]
+    return out
+
+
+@torch.no_grad()
+def tokenize_images(vq, images: np.ndarray, batch: int = 128, log=None) -> torch.Tensor:
+    out = []
+    for s in range(0, len(images), batch):
+        x = torch.from_numpy(images[s : s + batch]).permute(0, 3, 1, 2).float() / 127.5 - 1
+        out.append(vq.encode(x).to(torch.int16))
+        if log and (s // batch) % 10 == 0:
+            log(f"  tokenized {s + len(x)}/{len(images)}")
+    return torch.cat(out)
+
+
+def embed_texts(encoder, texts, length: int, batch: int = 256):
+    """→ (emb (N, length, D) fp16 left-padded, mask (N, length) bool)."""
+    embs, masks = [], []
+    for s in range(0, len(texts), batch):
+        e, m = encoder.token_embeddings_batch(texts[s : s + batch], length)
+        for i in range(e.shape[0]):
+            pe, pm = left_pad(e[i, m[i]], length)
+            embs.append(pe[0].half())
+            masks.append(pm[0])
+    return torch.stack(embs), torch.stack(masks)
+
+
+def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24, shifts=SHIFTS, log=print) -> dict:
+    """Tokenize + embed once; cached as run/prepared.pt (reused when inputs match)."""
+    from ..engine.tokenizer import load_vq
+    from ..models.local import sha256_file
+    from .data import load_dataset
+
+    images, meta, manifest = load_dataset(data)
+    key = {"vq": sha256_file(vq_path), "data": manifest.get("sha256", manifest.get("files")), "shifts": shifts, "length": length}
+    path = run / "prepared.pt"
+    if path.exists():
+        cached = torch.load(path, map_location="cpu", weights_only=True)
+        if cached.get("key") == repr(key):
+            return cached
+    if encoder is None:
+        from ..engine.text import MiniLMEncoder
+
+        encoder = MiniLMEncoder()
+    vq = load_vq(vq_path)
+    t0 = time.time()
+    codes = []
+    for dx, dy in shifts:
+        log(f"tokenizing shift ({dx},{dy})")
+        codes.append(tokenize_images(vq, shift_on_white(images, dx, dy) if (dx or dy) else images, log=log))
+    codes = torch.stack(codes)  # (S, N, h, w)
+    captions = [m["caption"] for m in meta]
+    texts = sorted(set(captions) | {short_caption(c) for c in captions})
+    log(f"embedding {len(texts)} caption variants")
+    emb, mask = embed_texts(encoder, texts, length)
+    index = {t: i for i, t in enumerate(texts)}
+    variants = torch.tensor([[index[c], index[short_caption(c)]] for c in captions])
+    split = torch.tensor([m["split"] == "train" for m in meta])
+    out = {"key": repr(key), "codes": codes, "texts": texts, "emb": emb, "mask": mask, "variants": variants,
+           "train": split, "vocab_size": vq.args.codebook_size, "grid": codes.shape[-1]}
+    save_checkpoint(path, **out)
+    log(f"prepared {codes.shape[1]} images x {len(shifts)} shifts, {len(texts)} texts in {time.time() - t0:.0f}s")
+    return out
+
+
+def model_args(vocab: int, grid: int, length: int, caption_dim: int, dim: int, layers: int, heads: int) -> ModelArgs:
+    return ModelArgs(dim=dim, n_layer=layers, n_head=heads, multiple_of=64, vocab_size=vocab,
+                     block_size=grid * grid, cls_token_num=length, caption_dim=caption_dim, model_type="t2i",
+                     class_dropout_prob=0.1, token_dropout_p=0.1, resid_dropout_p=0.1, ffn_dropout_p=0.1)
+
+
+def batch_from(prep: dict, idx: torch.Tensor, gen: torch.Generator, augment: bool = True):
+    codes, variants = prep["codes"], prep["variants"]
+    if augment:
+        shift = torch.randint(0, codes.shape[0], (len(idx),), generator=gen)
+        which = (torch.rand(len(idx), generator=gen) < 0.35).long()  # 35%: the short caption
+    else:
+        shift = torch.zeros(len(idx), dtype=torch.long)
+        which = torch.zeros(len(idx), dtype=torch.long)
+    tok = codes[shift, idx].flatten(1).long()
+    t = variants[idx, which]
+    return tok, prep["emb"][t].float(), prep["mask"][t]
+
+
+def nll(model: Transformer, tok, emb, mask) -> torch.Tensor:
+    logits = model.teacher_forced_logits(tok[:, :-1], emb, mask)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tok.reshape(-1))
+
+
+@torch.no_grad()
+def evaluate(model: Transformer, prep: dict, idx: torch.Tensor, batch: int = 64) -> float:
+    was = model.training
+    model.eval()
+    tot, n = 0.0, 0
+    g = torch.Generator().manual_seed(0)
+    for s in range(0, len(idx), batch):
+        b = idx[s : s + batch]
+        tot += float(nll(model, *batch_from(prep, b, g, augment=False))) * len(b)
+        n += len(b)
+    model.train(was)
+    return tot / max(n, 1)
+
+
+def train(args) -> dict:
+    run = Path(args.run)
+    run.mkdir(parents=True, exist_ok=True)
+    log = RunLog(run)
+    torch.set_num_threads(args.threads)
+    prep = prepare(Path(args.data), Path(args.vq), run, length=args.length, log=log) if args.prepared is None else args.prepared
+    train_idx = torch.nonzero(prep["train"]).flatten()
+    held_idx = torch.nonzero(~prep["train"]).flatten()
+    margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim, args.layers, args.heads)
+    model = Transformer(margs)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
+    gen = torch.Generator().manual_seed(args.seed)
+    step, wall_before = 0, 0.0
+    ckpt_path = run / "ckpt.pt"
+    ck = load_checkpoint(ckpt_path)
+    if ck is not None:
+        if ck["model_args"] != margs.to_dict():
+            raise SystemExit(f"{ckpt_path}: was trained with other model settings; use another --run folder")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        gen.set_state(ck["gen"])
+        step, wall_before = ck["step"], ck.get("wall", 0.0)
+        log(f"resumed from step {step}")
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"AR model: {n_params / 1e6:.2f} M params, {len(train_idx)} train / {len(held_idx)} held-out images, "
+        f"target {args.steps} steps, batch {args.batch}")
+    budget = Budget(args.budget_minutes, every_seconds=args.checkpoint_seconds)
+    history = ck.get("history", []) if ck else []
+
+    def save():
+        save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
+                        wall=wall_before + budget.elapsed, model_args=margs.to_dict(), history=history)
+
+    model.train()
+    t_last, ema = time.time(), None
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16 else torch.autocast("cpu", enabled=False)
+    while step < args.steps and not budget.spent():
+        lr = cosine_lr(step, args.steps, args.lr, args.warmup)
+        for gparam in opt.param_groups:
+            gparam["lr"] = lr
+        b = train_idx[torch.randint(0, len(train_idx), (args.batch,), generator=gen)]
+        with autocast:
+            loss = nll(model, *batch_from(prep, b, gen))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        ema = float(loss) if ema is None else 0.95 * ema + 0.05 * float(loss)
+        if step % args.log_every == 0:
+            dt = (time.time() - t_last) / args.log_every
+            t_last = time.time()
+            log(f"step {step}/{args.steps} loss {ema:.3f} lr {lr:.2e} {dt:.2f}s/step")
+        if step % args.eval_every == 0 or step == args.steps:
+            h = evaluate(model, prep, held_idx[: args.eval_images])
+            tr = evaluate(model, prep, train_idx[: args.eval_images])
+            history.append({"step": step, "heldout_nll": h, "train_nll": tr, "wall": wall_before + budget.elapsed})
+            log(f"eval step {step}: held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}")
+        if budget.checkpoint_due():
+            save()
+            log(f"checkpoint at step {step}")
+    save()
+    log(f"stopped at step {step} ({'done' if step >= args.steps else 'budget spent'}); checkpoint saved")
+    metrics = {"step": step, "target_steps": args.steps, "params": n_params, "wall_seconds": wall_before + budget.elapsed,
+               "history": history, "model_args": margs.to_dict(), "batch": args.batch, "lr": args.lr}
+    if history:
+        metrics["heldout_nll"] = history[-1]["heldout_nll"]
+        metrics["train_nll"] = history[-1]["train_nll"]
+    save_gpt(model.eval(), run / "gpt.safetensors")
+    write_json(run / "metrics.json", metrics)
+    log(f"exported {run / 'gpt.safetensors'}")
+    return metrics
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--vq", required=True, help="trained tokenizer (vq.safetensors)")
+    p.add_argument("--data", default=str(data_dir() / "emoji64"))
+    p.add_argument("--run", default=str(runs_dir() / "ar"))
+    p.add_argument("--steps", type=int, default=8000, help="total steps of the schedule")
+    p.add_argument("--budget-minutes", type=float, default=None, help="stop (and checkpoint) after this much wall time")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--dim", type=int, default=256)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--length", type=int, default=24, help="caption tokens in the prefix")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with bf16 units)")
+    p.add_argument("--log-every", type=int, default=20)
+    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--eval-images", type=int, default=128)
+    p.add_argument("--checkpoint-seconds", type=float, default=180.0)
+    p.set_defaults(prepared=None)
+
+
+def run(args) -> int:
+    train(args)
+    return 0
