@@ -1,0 +1,46 @@
+"""The model catalogue: the bundled model, local model folders, Hub entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from ..engine.checkpoints import CheckpointError
+from ..paths import resources_dir
+
+BUNDLED_NAME = "emoji-64"
+
+
+def bundled_dir() -> Path:
+    return resources_dir() / "models" / BUNDLED_NAME
+
+
+def resolve_model(spec: Optional[str] = None) -> str:
+    """A model spec as the user typed it → what it refers to (for messages)."""
+    return spec or BUNDLED_NAME
+
+
+def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = False):
+    """``None`` or the bundled name → the bundled model; a folder with model.json →
+    that folder; a catalogue name → the Hub model from the local HF cache."""
+    from .local import load_model_dir
+
+    spec = spec or BUNDLED_NAME
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return load_model_dir(path, verify=verify, device=device)
+    if spec == BUNDLED_NAME:
+        folder = bundled_dir()
+        if not (folder / "model.json").is_file():
+            raise CheckpointError(
+                f"the bundled model is missing from {folder}; reinstall lantern-studio, "
+                "or pass --model with a model folder"
+            )
+        return load_model_dir(folder, verify=verify, device=device)
+    try:
+        from . import catalogue
+    except ImportError:  # pragma: no cover - catalogue not installed
+        catalogue = None
+    if catalogue is not None and spec in getattr(catalogue, "CATALOGUE", {}):
+        return catalogue.load_pipeline(spec, device=device)
+    raise CheckpointError(f"model {spec!r}: not a model folder, the bundled model ({BUNDLED_NAME}) or a catalogue name")

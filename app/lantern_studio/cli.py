@@ -1,0 +1,211 @@
+"""One entry point: the GUI by default; generate / bench / train / models / doctor as subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+
+EXIT_BAD_INPUT = 2
+
+
+def _display_available() -> bool:
+    if sys.platform.startswith("linux"):
+        plat = os.environ.get("QT_QPA_PLATFORM", "")
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or plat in ("offscreen", "minimal", "vnc"))
+    return True
+
+
+# --------------------------------------------------------------------------- generate
+
+
+def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
+    """Sampling and decoding flags; unset flags take the model's defaults."""
+    p.add_argument("--model", default=None, help="model folder or name (default: the bundled model)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--k", type=int, default=None, help="LANTERN neighbour count (0 = exact)")
+    p.add_argument("--delta", type=float, default=None, help="LANTERN total-variation bound δ in [0, 1]")
+    p.add_argument("--lam", type=float, default=None, help="LANTERN++ multiplicative bound λ ≥ 1 (replaces δ)")
+    p.add_argument("--drafter", choices=["none", "jacobi", "eagle"], default=None)
+    p.add_argument("--draft-length", type=int, default=None)
+    p.add_argument("--cfg", type=float, default=None, help="classifier-free guidance scale")
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--greedy", action="store_true", default=None)
+    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
+
+
+def settings_from_args(defaults, args):
+    mapping = {"seed": "seed", "k": "k", "delta": "delta", "lam": "lam", "drafter": "drafter",
+               "draft_length": "draft_length", "cfg": "cfg_scale", "temperature": "temperature",
+               "top_k": "top_k", "top_p": "top_p", "greedy": "greedy"}
+    changes = {field: getattr(args, a) for a, field in mapping.items() if getattr(args, a, None) is not None}
+    return defaults.with_(**changes)
+
+
+def pick_device(requested=None) -> str:
+    import torch
+
+    if requested:
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def cmd_generate(args) -> int:
+    from tqdm import tqdm
+
+    from .engine.checkpoints import CheckpointError
+    from .engine.settings import SettingsError
+    from .engine.text import PromptError
+    from .export import ExportError, save_png
+    from .models import load_pipeline
+
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        print(f"error: --out {out} already exists (pass --overwrite to replace it)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        pipe = load_pipeline(args.model, device=pick_device(args.device))
+        settings = settings_from_args(pipe.defaults, args).validate(pipe.vocab_size)
+        bar = tqdm(total=pipe.gpt.block_size, unit="tok", desc="decoding", file=sys.stderr, disable=args.quiet)
+
+        def on_event(ev):
+            bar.update(len(ev.positions))
+
+        t0 = time.perf_counter()
+        result = pipe.generate(args.prompt, settings, on_event=on_event)
+        bar.close()
+    except (SettingsError, PromptError, CheckpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    stats = result.stats.to_dict()
+    stats["total_seconds"] = time.perf_counter() - t0
+    record = {"prompt": args.prompt, "understood_as": result.note, "model": pipe.name,
+              "settings": settings.to_dict(), "stats": stats}
+    try:
+        save_png(out, result.image, record, overwrite=args.overwrite)
+        if args.stats_json:
+            from .engine.checkpoints import atomic_write
+
+            atomic_write(args.stats_json, lambda p: Path(p).write_text(json.dumps(record, indent=2, default=str)))
+    except (ExportError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(f"wrote {out}  ({stats['tokens']} tokens, {stats['target_forwards'] + 1} target forwards, "
+              f"{stats['mean_accepted_length']:.2f} tokens/forward, {stats['wall_seconds']:.2f} s)")
+    return 0
+
+
+# --------------------------------------------------------------------------- gui
+
+
+def _free_name(stem: str) -> Path:
+    p = Path(f"{stem}.png")
+    i = 1
+    while p.exists():
+        p = Path(f"{stem}-{i}.png")
+        i += 1
+    return p
+
+
+def cmd_gui(args) -> int:
+    if not _display_available():
+        out = _free_name("lantern-sample")
+        print(
+            "lantern-studio: no display found (DISPLAY / WAYLAND_DISPLAY are unset), so the studio window "
+            "cannot open.\nUse the command line instead, e.g.\n"
+            "  lantern-studio generate \"a red heart\" --out heart.png\n"
+            "or run the window under a virtual display: xvfb-run lantern-studio\n"
+            f"Generating a sample from the command line now: {out}",
+            file=sys.stderr,
+        )
+        sample = build_parser().parse_args(["generate", "a red heart", "--out", str(out)]
+                                           + (["--model", args.model] if getattr(args, "model", None) else []))
+        return cmd_generate(sample)
+    from .gui.app import main as gui_main
+
+    return gui_main(model=getattr(args, "model", None))
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _add_module(sub, name, module_path, help_text):
+    """Subcommands implemented elsewhere expose add_arguments(parser) and run(args)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module_path, __package__)
+    except ImportError as e:  # a part not built yet must not break the rest of the CLI
+        p = sub.add_parser(name, help=f"{help_text} (unavailable: {e})")
+        p.set_defaults(func=lambda a, e=e: (print(f"error: {name} unavailable: {e}", file=sys.stderr), 1)[1])
+        return p
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    mod.add_arguments(p)
+    p.set_defaults(func=mod.run)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lantern-studio", description="Autoregressive image generation with LANTERN relaxed speculative decoding.")
+    parser.add_argument("--version", action="version", version=f"lantern-studio {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    g = sub.add_parser("gui", help="open the studio (the default)")
+    g.add_argument("--model", default=None)
+    g.set_defaults(func=cmd_gui)
+
+    gen = sub.add_parser("generate", help="generate one image from a prompt")
+    gen.add_argument("prompt")
+    add_sampling_arguments(gen)
+    gen.add_argument("--out", default="lantern.png", help="PNG to write (default: lantern.png)")
+    gen.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    gen.add_argument("--stats-json", default=None, help="also write settings and stats as JSON here")
+    gen.add_argument("--quiet", action="store_true")
+    gen.set_defaults(func=cmd_generate)
+
+    _add_module(sub, "bench", ".eval.bench", "speed and quality of decoding methods side by side")
+
+    train = sub.add_parser("train", help="build data and train the bundled model's parts")
+    tsub = train.add_subparsers(dest="what", required=True)
+    for name, mod, text in [
+        ("data", ".training.data", "fetch the emoji packages and build the dataset"),
+        ("vq", ".training.vq", "train the VQ tokenizer"),
+        ("ar", ".training.ar", "train the AR model"),
+        ("drafter", ".training.drafter", "train the EAGLE drafter on the AR model's features"),
+        ("recogniser", ".training.recogniser", "train the quality recogniser on real images"),
+        ("ship", ".training.ship", "assemble the bundled model folder from trained runs"),
+    ]:
+        _add_module(tsub, name, mod, text)
+
+    _add_module(sub, "models", ".models.cli", "list, download and remove models")
+    _add_module(sub, "doctor", ".doctor", "report the environment for bug reports")
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        return cmd_gui(args)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Writing finished images: PNG with the generation parameters embedded.
+
+Two text chunks: ``parameters`` in the A1111 style that other tools read
+("prompt\\nSteps: …, Sampler: …, CFG scale: …, Seed: …, Size: …, Model: …"), and
+``lantern-studio`` holding every setting and stat as JSON. Writes are atomic
+(temp file + rename) and never overwrite unless asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+from PIL import Image, PngImagePlugin
+
+JSON_KEY = "lantern-studio"
+UPSCALE_FACTORS = (1, 2, 3, 4, 5, 6, 7, 8)
+
+
+class ExportError(OSError):
+    pass
+
+
+def a1111_parameters(record: dict) -> str:
+    s = record.get("settings", {})
+    method = "vanilla AR" if s.get("drafter", "none") == "none" else f"speculative ({s.get('drafter')})"
+    if s.get("drafter", "none") != "none" and s.get("k", 0) > 0:
+        bound = f"λ={s['lam']}" if s.get("lam") is not None else f"δ={s.get('delta')}"
+        method = f"LANTERN ({s.get('drafter')}, k={s.get('k')}, {bound})"
+    stats = record.get("stats", {})
+    h, w = record.get("size", (0, 0))
+    fields = [
+        ("Steps", stats.get("target_forwards")),
+        ("Sampler", method),
+        ("CFG scale", s.get("cfg_scale")),
+        ("Seed", s.get("seed")),
+        ("Size", f"{w}x{h}"),
+        ("Model", record.get("model")),
+        ("Temperature", s.get("temperature")),
+        ("Top-k", s.get("top_k")),
+        ("Top-p", s.get("top_p")),
+    ]
+    return record.get("prompt", "") + "\n" + ", ".join(f"{k}: {v}" for k, v in fields if v is not None)
+
+
+def upscale(image: np.ndarray, factor: int, method: str = "nearest") -> Image.Image:
+    if factor not in UPSCALE_FACTORS:
+        raise ValueError(f"upscale: factor must be one of {UPSCALE_FACTORS}, got {factor}")
+    if method not in ("nearest", "lanczos"):
+        raise ValueError(f"upscale: method must be 'nearest' or 'lanczos', got {method!r}")
+    img = Image.fromarray(np.asarray(image, dtype=np.uint8))
+    if factor == 1:
+        return img
+    resample = Image.NEAREST if method == "nearest" else Image.LANCZOS
+    return img.resize((img.width * factor, img.height * factor), resample)
+
+
+def save_png(path, image: np.ndarray, record: dict, overwrite: bool = False, factor: int = 1,
+             method: str = "nearest") -> Path:
+    """Write ``image`` (H, W, 3 uint8) to ``path`` with ``record`` embedded."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise ExportError(f"{path}: already exists (not overwritten)")
+    img = upscale(image, factor, method)
+    record = dict(record)
+    record.setdefault("size", (int(np.asarray(image).shape[0]), int(np.asarray(image).shape[1])))
+    info = PngImagePlugin.PngInfo()
+    info.add_text("parameters", a1111_parameters(record))
+    info.add_itxt(JSON_KEY, json.dumps(record, sort_keys=True, default=_jsonable))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".png", dir=path.parent)
+        os.close(fd)
+        try:
+            img.save(tmp, format="PNG", pnginfo=info)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as e:
+        raise ExportError(f"{path}: could not be written ({e.strerror or e})") from None
+    return path
+
+
+def read_png_record(path) -> Optional[dict]:
+    with Image.open(path) as img:
+        text = img.text.get(JSON_KEY) if hasattr(img, "text") else None
+    return json.loads(text) if text else None
+
+
+def _jsonable(x):
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)
