@@ -155,8 +155,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
-        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+        return F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps).type_as(x) * self.weight
 
 
 class FeedForward(nn.Module):
@@ -192,12 +191,11 @@ def rope_table(grid_size: int, head_dim: int, base: float, prefix_len: int) -> t
 
 
 def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
-    """x: (B, S, H, D); rope: (S, D/2, 2) -> x rotated pairwise (interleaved pairs)."""
-    xs = x.float().unflatten(-1, (-1, 2))
-    cos = rope[None, :, None, :, 0]
-    sin = rope[None, :, None, :, 1]
-    a, b = xs[..., 0], xs[..., 1]
-    return torch.stack((a * cos - b * sin, b * cos + a * sin), dim=-1).flatten(-2).type_as(x)
+    """x: (B, S, H, D); rope: (S, D/2, 2) (cos, sin) -> x with each interleaved pair
+    (x[2i], x[2i+1]) rotated, computed as one complex multiplication."""
+    xc = torch.view_as_complex(x.float().unflatten(-1, (-1, 2)))
+    rc = torch.view_as_complex(rope)[None, :, None, :]
+    return torch.view_as_real(xc * rc).flatten(-2).type_as(x)
 
 
 class KVCache:

@@ -109,6 +109,10 @@ class HashEncoder:
     def __init__(self, dim: int = 32):
         self.dim = dim
 
+    def pooled(self, texts: Sequence[str]) -> torch.Tensor:
+        rows = [self.token_embeddings(t, 64).mean(0) for t in texts]
+        return torch.nn.functional.normalize(torch.stack(rows), dim=-1)
+
     def token_embeddings(self, text: str, max_tokens: int) -> torch.Tensor:
         words = re.findall(r"\w+", text.lower())[:max_tokens] or ["<empty>"]
         rows = []
@@ -184,12 +188,37 @@ def left_pad(emb: torch.Tensor, length: int):
 
 
 class CaptionConditioner:
-    def __init__(self, encoder: TextEncoder, length: int):
+    """Prompt → left-padded caption token embeddings.
+
+    With ``snap_captions`` (and their pooled, l2-normalised ``snap_vectors``),
+    the prompt is first replaced by the nearest known caption by sentence
+    similarity — an aid for a small model that has only learned the captions
+    it was trained on; the Conditioning's note says which caption was used.
+    """
+
+    def __init__(self, encoder: TextEncoder, length: int, snap_captions: Optional[Sequence[str]] = None,
+                 snap_vectors: Optional[torch.Tensor] = None):
         self.encoder = encoder
         self.length = length
+        self.snap_captions = list(snap_captions) if snap_captions is not None else None
+        self.snap_vectors = snap_vectors.float() if snap_vectors is not None else None
+
+    def nearest_captions(self, prompt: str, n: int = 5) -> list:
+        """[(caption, cosine similarity)] best first; [] without a caption list."""
+        if self.snap_captions is None:
+            return []
+        v = self.encoder.pooled([check_prompt(prompt)])[0]
+        sims = self.snap_vectors @ v
+        top = torch.topk(sims, min(n, len(self.snap_captions)))
+        return [(self.snap_captions[int(i)], float(s)) for s, i in zip(top.values, top.indices)]
 
     def __call__(self, prompt: str) -> Conditioning:
         text = check_prompt(prompt)
+        note = text
+        if self.snap_captions is not None:
+            caption, sim = self.nearest_captions(text, 1)[0]
+            note = f"nearest caption: {caption} (similarity {sim:.2f})"
+            text = caption
         emb = self.encoder.token_embeddings(text, self.length)
         cond, mask = left_pad(emb, self.length)
-        return Conditioning(cond, mask, text)
+        return Conditioning(cond, mask, note)

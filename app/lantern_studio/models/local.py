@@ -55,7 +55,7 @@ def read_manifest(folder) -> dict:
 _ENCODERS = {}
 
 
-def make_conditioner(spec: dict):
+def make_conditioner(spec: dict, folder: Optional[Path] = None):
     kind = spec.get("kind")
     if kind == "class":
         return ClassConditioner(spec["names"])
@@ -67,6 +67,14 @@ def make_conditioner(spec: dict):
             encoder = HashEncoder(spec["dim"])
         else:
             raise CheckpointError(f"unknown text encoder {enc!r}")
+        snap = spec.get("snap")
+        if snap and folder is not None:
+            from safetensors.torch import load_file
+
+            rows = json.loads((folder / snap["captions"]).read_text())
+            captions = [r["caption"] if isinstance(r, dict) else r for r in rows]
+            vectors = load_file(str(folder / snap["vectors"]))["vectors"]
+            return CaptionConditioner(encoder, spec["length"], captions, vectors)
         return CaptionConditioner(encoder, spec["length"])
     raise CheckpointError(f"unknown conditioning kind {kind!r}")
 
@@ -95,11 +103,15 @@ def load_model_dir(folder, verify: bool = False, device: Optional[str] = None) -
     eagle = load_eagle(folder / man["eagle"], gpt.config) if man.get("eagle") else None
     defaults = GenerationSettings.from_dict(man.get("defaults", {}))
     pipe = ImagePipeline(
-        gpt, vq, make_conditioner(man["conditioning"]), eagle, defaults, man.get("name", folder.name),
+        gpt, vq, make_conditioner(man["conditioning"], folder), eagle, defaults, man.get("name", folder.name),
         table_cache=cache_dir() / "neighbours",
     )
     pipe.manifest = man
     pipe.folder = folder
+    if man.get("recogniser") and (folder / man["recogniser"]).is_file():
+        from .quality import PromptScorer
+
+        pipe.score = PromptScorer(folder, man, pipe.conditioner)
     if device:
         pipe.to(device)
     return pipe

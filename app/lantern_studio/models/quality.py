@@ -1,0 +1,57 @@
+"""Per-image prompt fidelity for a model folder that ships a recogniser.
+
+The score of an image for a prompt is the recogniser's probability of the
+subgroup of the caption the prompt was matched to (the conditioner's nearest
+caption), so a free-form prompt is judged against what the model was asked
+to draw.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+
+
+class PromptScorer:
+    def __init__(self, folder: Path, manifest: dict, conditioner=None):
+        self.folder = Path(folder)
+        self.conditioner = conditioner
+        self.manifest = manifest
+        self._rec = None
+        self._lock = threading.Lock()
+        snap = manifest.get("conditioning", {}).get("snap") or {}
+        rows = json.loads((self.folder / snap["captions"]).read_text()) if snap else []
+        self.subgroup_of = {r["caption"]: r["subgroup"] for r in rows if isinstance(r, dict)}
+
+    def recogniser(self):
+        with self._lock:
+            if self._rec is None:
+                from ..eval.metrics import Recogniser
+
+                self._rec = Recogniser.load(self.folder / self.manifest["recogniser"])
+            return self._rec
+
+    def subgroup(self, caption: str):
+        return self.subgroup_of.get(caption)
+
+    def subgroup_for_prompt(self, prompt: str):
+        if prompt in self.subgroup_of:
+            return self.subgroup_of[prompt]
+        near = getattr(self.conditioner, "nearest_captions", None)
+        if near is not None:
+            best = near(prompt, 1)
+            if best:
+                return self.subgroup_of.get(best[0][0])
+        return None
+
+    def __call__(self, image: np.ndarray, prompt: str) -> float | None:
+        """Probability of the subgroup the prompt asks for (a prompt, known caption or subgroup name)."""
+        rec = self.recogniser()
+        sub = prompt if prompt in rec.classes else self.subgroup_for_prompt(prompt)
+        if sub not in rec.classes:
+            return None
+        probs = rec.predict(np.asarray(image)[None])[0]
+        return float(probs[rec.class_index(sub)])

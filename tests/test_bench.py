@@ -1,0 +1,265 @@
+"""The benchmark harness (eval/bench.py): runs end to end on a tiny model,
+interleaves methods, sees a deliberately slowed method, picks a default.
+
+No timed asserts: the one timing comparison below uses a slowdown many times
+larger than the work it is added to (a sleep per decode step)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from lantern_studio.cli import main as cli_main
+from lantern_studio.eval import bench
+from lantern_studio.eval.bench import METHOD_FIELDS, PER_PROMPT_FIELDS, Method, method_grid, pick_default, select_methods
+from lantern_studio.eval.plots import pareto_front
+from lantern_studio.models import load_pipeline
+from lantern_studio.models.tiny import build_tiny_model_dir
+
+QUICK_NAMES = ["vanilla", "exact-eagle", "exact-jacobi", "lantern-eagle-k63-d0.1", "lantern-eagle-k63-d0.4",
+               "lantern-jacobi-k63-d0.2"]  # V = 64: k 64 and 256 clip to 63
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """One torch thread: tiny models decode several times faster on a busy machine
+    (and `bench --threads` changes the process-wide setting: restore it)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny", grid=4)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tiny_dir, tmp_path_factory):
+    """One `bench --quick` through the CLI; shared by the checks below."""
+    out = tmp_path_factory.mktemp("bench")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LANTERN_STUDIO_CACHE", str(out / "cache"))
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            rc = cli_main(["bench", "--model", str(tiny_dir), "--quick", "--quiet", "--threads", "1", "--json", str(out / "r.json"),
+                           "--csv", str(out / "r.csv"), "--out", str(out / "pics")])
+    finally:
+        mp.undo()
+    return rc, out, buf.getvalue()
+
+
+def test_quick_end_to_end_has_every_method_and_field(quick_run):
+    rc, out, stdout = quick_run
+    assert rc == 0, stdout
+    report = json.loads((out / "r.json").read_text())
+    for key in ("schema", "machine", "model", "config", "prompts", "order", "methods", "quality", "default_pick", "files"):
+        assert key in report, key
+    for key in ("cpu", "torch", "threads", "date", "command", "device"):
+        assert report["machine"][key] not in (None, ""), key
+    assert [m["name"] for m in report["methods"]] == QUICK_NAMES
+    assert len(report["prompts"]) == 2
+    for m in report["methods"]:
+        assert set(m) == set(METHOD_FIELDS), m["name"]
+        assert m["images"] == 2 and len(m["per_prompt"]) == 2
+        for row in m["per_prompt"]:
+            assert set(row) == set(PER_PROMPT_FIELDS)
+        for key in ("speedup_median", "speedup_q25", "speedup_q75", "speedup_min", "speedup_max", "seconds_median",
+                    "mean_accepted_length", "target_forwards_per_image", "drafter_cost_share", "tokens_per_second"):
+            assert m[key] is not None and m[key] >= 0, (m["name"], key)
+        assert m["tokens_per_image"] == 16
+        assert m["speedup_q25"] <= m["speedup_median"] <= m["speedup_q75"]
+        # no recogniser in a tiny model: quality is null, not made up
+        assert m["prompt_fidelity"] is None and m["fidelity_delta"] is None and m["frechet_distance"] is None
+    by = {m["name"]: m for m in report["methods"]}
+    assert by["vanilla"]["speedup_median"] == 1.0 and by["vanilla"]["mean_accepted_length"] == 1.0
+    assert by["vanilla"]["target_forwards_per_image"] == 16
+    assert by["exact-eagle"]["drafter_forwards_per_image"] > 0
+    assert by["exact-eagle"]["relaxed_share"] == 0 and by["exact-jacobi"]["relaxed_share"] == 0
+    assert by["lantern-eagle-k63-d0.1"]["settings"]["k"] == 63
+    assert report["default_pick"]["name"] in by
+    assert "quality unchecked" in report["default_pick"]["criterion"]
+    # stdout table, CSV, pictures
+    for name in QUICK_NAMES:
+        assert name in stdout
+    assert "default pick:" in stdout
+    with open(out / "r.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["name"] for r in rows] == QUICK_NAMES and set(rows[0]) == set(bench.CSV_FIELDS)
+    for kind in ("plot", "grid"):
+        with Image.open(report["files"][kind]) as im:
+            assert im.format == "PNG" and im.size[0] > 200
+    with Image.open(report["files"]["grid"]) as im:  # 6 rows of 128 px cells
+        assert im.size[1] >= 6 * 128
+
+
+def test_interleaving_alternates(quick_run):
+    _, out, _ = quick_run
+    report = json.loads((out / "r.json").read_text())
+    names = [m["name"] for m in report["methods"]]
+    warm = [o for o in report["order"] if o["phase"] == "warmup"]
+    timed = [o for o in report["order"] if o["phase"] == "timed"]
+    assert report["order"][: len(warm)] == warm  # warm-up first, one per method
+    assert [o["method"] for o in warm] == names
+    assert [(o["prompt_index"], o["method"]) for o in timed] == [(i, n) for i in range(2) for n in names]
+    assert all(a["method"] != b["method"] for a, b in zip(timed, timed[1:]))
+    # same seed for every method on a prompt; different prompts, different seeds
+    seeds = {i: {o["seed"] for o in timed if o["prompt_index"] == i} for i in range(2)}
+    assert all(len(s) == 1 for s in seeds.values()) and seeds[0] != seeds[1]
+
+
+class _SlowRun:
+    """A Decoding that sleeps after every step (forwarding everything else)."""
+
+    def __init__(self, run, pause):
+        self._run, self._pause = run, pause
+
+    def __iter__(self):
+        for ev in self._run:
+            time.sleep(self._pause)
+            yield ev
+
+    def __getattr__(self, name):
+        return getattr(self._run, name)
+
+
+def test_slowed_method_shows_up_slower_and_order_is_real(tiny_dir, monkeypatch):
+    pipe = load_pipeline(str(tiny_dir))
+    pause = 0.02  # × 16 steps: ~0.3 s on top of a decode that takes a few ms to ~0.1 s
+    calls = []
+    real_generate = bench.generate_one
+
+    def generate_one(pipe, method, prompt, seed, prompt_index=0):
+        calls.append((method.name, prompt_index, seed))
+        if method.name != "vanilla-slowed":
+            return real_generate(pipe, method, prompt, seed, prompt_index)
+        real_decoding = pipe.decoding
+        pipe.decoding = lambda *a, **k: (lambda rc: (_SlowRun(rc[0], pause), rc[1]))(real_decoding(*a, **k))
+        try:
+            return real_generate(pipe, method, prompt, seed, prompt_index)
+        finally:
+            del pipe.decoding
+
+    monkeypatch.setattr(bench, "generate_one", generate_one)
+    methods = [Method("vanilla", "vanilla"), Method("exact-jacobi", "exact", "jacobi"),
+               Method("vanilla-slowed", "vanilla-slowed")]
+    report = bench.run_bench(pipe, ["red heart", "cat face", "rocket"], methods, seed=5)
+    by = {m["name"]: m for m in report["methods"]}
+    slow = by["vanilla-slowed"]
+    assert slow["speedup_median"] < 1.0
+    assert all(r["seconds"] >= 16 * pause for r in slow["per_prompt"])  # the sleep really ran inside the timing
+    # identical settings and seeds: the slowed run decodes the very same tokens
+    assert [r["tokens"] for r in slow["per_prompt"]] == [r["tokens"] for r in by["vanilla"]["per_prompt"]]
+    assert np.array_equal(report["_images"]["vanilla-slowed"][0], report["_images"]["vanilla"][0])
+    # the recorded order is the order the generations actually ran
+    assert [(o["method"], o["prompt_index"], o["seed"]) for o in report["order"]] == calls
+    assert [c[0] for c in calls[3:]] == ["vanilla", "exact-jacobi", "vanilla-slowed"] * 3
+
+
+def _row(name, family, speed, fid, mal=2.0):
+    return {"name": name, "family": family, "speedup_median": speed, "prompt_fidelity": fid,
+            "mean_accepted_length": mal, "fidelity_delta": None if fid is None else fid - 0.80}
+
+
+def test_pick_default_from_hand_made_table():
+    table = [
+        _row("vanilla", "vanilla", 1.0, 0.80, 1.0),
+        _row("exact-eagle", "exact", 1.3, 0.81, 2.1),
+        _row("lantern-a", "lantern", 1.9, 0.78, 3.0),   # −2 points: allowed
+        _row("lantern-c", "lantern", 1.9, 0.77, 3.1),   # −3 points: allowed, same speed, lower fidelity
+        _row("lantern-b", "lantern", 2.6, 0.70, 4.0),   # −10 points: too much
+        _row("lantern-x", "lantern", 3.0, None, 5.0),   # fidelity unknown: not eligible
+    ]
+    pick = pick_default(table)
+    assert pick["name"] == "lantern-a"
+    assert pick["speedup_median"] == 1.9 and pick["prompt_fidelity"] == 0.78 and pick["vanilla_fidelity"] == 0.80
+    assert "within 3 points" in pick["criterion"]
+    assert pick_default({"methods": table}, max_fidelity_drop=0.15)["name"] == "lantern-b"
+    assert pick_default(table, max_fidelity_drop=0.0)["name"] == "exact-eagle"
+    # the boundary counts as within: 0.77 is exactly 3 points below
+    assert pick_default([r for r in table if r["name"] != "lantern-a"])["name"] == "lantern-c"
+    # no fidelity anywhere: best speed-up, ties broken by mean accepted length
+    blind = [_row("vanilla", "vanilla", 1.0, None, 1.0), _row("p", "lantern", 2.0, None, 3.0),
+             _row("q", "lantern", 2.0, None, 3.5), _row("r", "exact", 1.5, None, 2.0)]
+    pick = pick_default(blind)
+    assert pick["name"] == "q" and "quality unchecked" in pick["criterion"]
+    assert pick_default([]) is None
+
+
+def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
+    import shutil
+
+    import torch
+
+    from lantern_studio.training import recogniser as rec
+
+    folder = tmp_path / "tinyq"
+    shutil.copytree(tiny_dir, folder)
+    classes = ["face-smiling", "animal-mammal", "food-fruit"]
+    torch.manual_seed(0)
+    net = rec.RecogniserNet(rec.RecogniserConfig(classes=classes, stem=8, widths=[8, 16], feature_dim=8))
+    rec.save_recogniser(net.eval(), folder / "recogniser.safetensors")
+    (folder / "heldout_prompts.json").write_text(json.dumps(
+        [{"prompt": "grinning face", "subgroup": "face-smiling"}, {"prompt": "cat face", "subgroup": "animal-mammal"},
+         {"prompt": "red apple", "subgroup": "food-fruit"}]))
+    np.save(folder / "heldout_features.npy", np.random.default_rng(0).normal(size=(12, 8)).astype(np.float32))
+    out = tmp_path / "out"
+    rc = cli_main(["bench", "--model", str(folder), "--n", "3", "--methods", "exact-jacobi", "--no-warmup",
+                   "--no-pictures", "--quiet", "--json", str(out / "r.json"), "--out", str(out)])
+    assert rc == 0
+    report = json.loads((out / "r.json").read_text())
+    assert [m["name"] for m in report["methods"]] == ["vanilla", "exact-jacobi"]
+    assert [p["prompt"] for p in report["prompts"]] == ["grinning face", "cat face", "red apple"]
+    assert report["config"]["prompt_source"].endswith("heldout_prompts.json")
+    assert report["quality"]["real_images"] == 12
+    for m in report["methods"]:
+        assert 0.0 <= m["prompt_fidelity"] <= 1.0
+        assert m["frechet_distance"] is not None and m["frechet_distance"] >= 0
+    assert report["methods"][0]["fidelity_delta"] == 0.0
+    assert "within 3 points" in report["default_pick"]["criterion"]
+
+
+def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
+    full = method_grid(("none", "jacobi", "eagle"), 16384)
+    names = [m.name for m in full]
+    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 1
+    assert names[:3] == ["vanilla", "exact-eagle", "exact-jacobi"]
+    assert "lantern-eagle-k256-d0.05" in names and "lantern++-eagle-k64-l4" in names
+    assert names[-1] == "lantern-jacobi-k64-d0.2"
+    assert all(m.drafter == "eagle" for m in full if m.family in ("lantern", "lantern++"))
+    # no learned drafter: LANTERN runs on Jacobi drafts; the relaxed-Jacobi point is then a duplicate
+    no_eagle = method_grid(("none", "jacobi"), 16384)
+    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2
+    # k clipped to V − 1, duplicates dropped
+    small = method_grid(("none", "jacobi", "eagle"), 64)
+    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 1
+    assert [m.name for m in method_grid(("none", "jacobi", "eagle"), 64, quick=True)] == QUICK_NAMES
+    assert [m.name for m in select_methods(full, ["lantern++"])] == ["vanilla", "lantern++-eagle-k64-l2",
+                                                                      "lantern++-eagle-k64-l4"]
+    assert [m.name for m in select_methods(full, ["exact-*,*k16-d0.4"])] == [
+        "vanilla", "exact-eagle", "exact-jacobi", "lantern-eagle-k16-d0.4"]
+    with pytest.raises(bench.BenchError, match="--methods"):
+        select_methods(full, ["nope*"])
+    assert cli_main(["bench", "--model", str(tiny_dir), "--methods", "nope"]) == 2
+    assert cli_main(["bench", "--model", str(tiny_dir), "--n", "0"]) == 2
+    assert cli_main(["bench", "--model", str(tiny_dir), "--prompts", str(tmp_path / "missing.txt")]) == 2
+    assert "--methods" in capsys.readouterr().err
+
+
+def test_pareto_front():
+    xs = [0.80, 0.81, 0.78, 0.70, 0.60, 0.78]
+    ys = [1.00, 1.30, 1.90, 2.60, 2.50, 1.50]
+    assert pareto_front(xs, ys) == [3, 2, 1]
+    assert pareto_front([0.5, None], [1.0, 2.0]) == [0]
