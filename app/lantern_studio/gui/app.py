@@ -1,0 +1,54 @@
+"""Start the studio: ``main(model)`` for the CLI, ``create_main_window`` for tests."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Optional
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from . import theme
+from .storage import APPLICATION, ORGANISATION, ensure_app_names
+
+
+def application(argv=None) -> QApplication:
+    app = QApplication.instance()
+    if app is None:
+        QApplication.setOrganizationName(ORGANISATION)
+        QApplication.setApplicationName(APPLICATION)
+        QApplication.setApplicationDisplayName("Lantern Studio")
+        app = QApplication(list(argv) if argv is not None else sys.argv[:1])
+    ensure_app_names()
+    theme.apply(app)
+    return app
+
+
+def create_main_window(model: Optional[str] = None):
+    """The studio window (not shown yet); needs / creates the QApplication."""
+    application()
+    from .main_window import MainWindow
+
+    return MainWindow(model=model)
+
+
+def _quit_on_signals(app: QApplication) -> None:
+    """Ctrl+C / SIGTERM in the terminal close the studio cleanly (preferences saved, worker stopped)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, lambda *_: app.quit())
+        except (ValueError, OSError):  # not the main thread, or not supported here
+            return
+    timer = QTimer(app)
+    timer.timeout.connect(lambda: None)  # let the interpreter run its signal handlers now and then
+    timer.start(250)
+
+
+def main(model: Optional[str] = None) -> int:
+    app = application()
+    window = create_main_window(model)
+    window.show()
+    app.aboutToQuit.connect(window.shutdown)
+    _quit_on_signals(app)
+    return int(app.exec())

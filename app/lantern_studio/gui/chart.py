@@ -1,0 +1,172 @@
+"""The trade-off chart: one point per finished run, coloured by δ.
+
+x = measured speed-up against the most recent vanilla run (drafter none) of the
+same prompt, seed and sampling settings when there is one (●), otherwise the
+run's tokens per target forward (▲); points are re-placed when a baseline
+arrives later. y = the model's quality score (prompt fidelity) when it has a
+recogniser, else the mean accepted length.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from .jobs import JobResult
+
+CMAP = pg.colormap.get("viridis")
+LAMBDA_COLOUR = QColor(230, 120, 200)
+
+
+def sampling_key(model: str, prompt: str, s) -> Tuple:
+    return (model, prompt, s.seed, s.temperature, s.top_k, s.top_p, s.cfg_scale, s.greedy)
+
+
+def delta_colour(delta: float) -> QColor:
+    """δ on a square-root scale (matching the slider): small values stay distinguishable."""
+    return CMAP.map(math.sqrt(max(0.0, min(1.0, delta))), mode="qcolor")
+
+
+@dataclass
+class Point:
+    key: Tuple
+    vanilla: bool
+    wall: float
+    tokens_per_forward: float
+    score: Optional[float]
+    delta: float
+    lam: Optional[float]
+    label: str
+    x: float = 0.0
+    baseline: bool = False
+
+
+class TradeoffChart(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.points: List[Point] = []
+        self.quality = False
+        self.hidden = 0  # runs not drawn (no quality score while y is the score)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(4)
+        title = QLabel("Speed / quality trade-off")
+        title.setObjectName("sectionTitle")
+        lay.addWidget(title)
+        self.plot = pg.PlotWidget(background="#17181c")
+        self.plot.setMinimumHeight(200)
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.setMenuEnabled(False)
+        self.plot.getPlotItem().hideButtons()
+        self.plot.getViewBox().setDefaultPadding(0.08)
+        for axis in ("left", "bottom"):
+            ax = self.plot.getAxis(axis)
+            ax.setTextPen(pg.mkPen("#c8c9d0"))
+            ax.setPen(pg.mkPen("#5a5c66"))
+        self.scatter = pg.ScatterPlotItem(hoverable=True, tip=self._tip, hoverSize=16)
+        self.plot.addItem(self.scatter)
+        lay.addWidget(self.plot, 1)
+
+        legend = QHBoxLayout()
+        self.key_label = QLabel()
+        self.key_label.setObjectName("muted")
+        legend.addWidget(self.key_label, 1)
+        legend.addWidget(QLabel("δ"))
+        bar = QLabel()
+        bar.setPixmap(self._gradient_pixmap(90, 10))
+        bar.setToolTip("Point colour: δ, square-root scale (0 left, 1 right); pink = LANTERN++ (λ)")
+        legend.addWidget(bar)
+        scale = QLabel("0 … 1")
+        scale.setObjectName("muted")
+        legend.addWidget(scale)
+        lay.addLayout(legend)
+        self._relabel()
+
+    @staticmethod
+    def _gradient_pixmap(w: int, h: int) -> QPixmap:
+        pm = QPixmap(w, h)
+        g = QLinearGradient(QPointF(0, 0), QPointF(w, 0))
+        for i in range(11):
+            g.setColorAt(i / 10, CMAP.map(i / 10, mode="qcolor"))
+        p = QPainter(pm)
+        p.fillRect(pm.rect(), g)
+        p.end()
+        return pm
+
+    def _tip(self, x, y, data):
+        return data or ""
+
+    def set_quality_available(self, on: bool) -> None:
+        self.quality = on
+        self._replot()
+
+    def clear(self) -> None:
+        self.points.clear()
+        self.scatter.clear()
+        self._relabel()
+
+    def add_result(self, r: JobResult) -> Point:
+        s = r.job.settings
+        exact = s.drafter == "none" or s.k == 0
+        stats = r.stats
+        pt = Point(
+            key=sampling_key(r.model_name, r.job.prompt, s),
+            vanilla=s.drafter == "none",
+            wall=float(stats["wall_seconds"]),
+            tokens_per_forward=float(stats["mean_accepted_length"]),
+            score=r.score,
+            delta=0.0 if exact else float(s.delta),
+            lam=None if exact else s.lam,
+            label=r.job.label(),
+        )
+        self.points.append(pt)
+        self._replot()
+        return pt
+
+    def _replot(self) -> None:
+        latest: Dict[Tuple, Point] = {}
+        for p in self.points:
+            if p.vanilla:
+                latest[p.key] = p
+        spots = []
+        self.hidden = 0
+        for p in self.points:
+            if self.quality and p.score is None:
+                self.hidden += 1  # no fidelity score for this prompt: no y value in these units
+                continue
+            base = latest.get(p.key)
+            p.baseline = base is not None
+            p.x = base.wall / p.wall if base is not None and p.wall > 0 else p.tokens_per_forward
+            y = p.score if self.quality else p.tokens_per_forward
+            colour = LAMBDA_COLOUR if p.lam is not None else delta_colour(p.delta)
+            how = f"speed-up {p.x:.2f}×" if p.baseline else f"{p.x:.2f} tokens/forward (no vanilla baseline)"
+            yq = f"fidelity {p.score:.2f}" if self.quality else f"{p.tokens_per_forward:.2f} tokens/forward"
+            spots.append({
+                "pos": (p.x, y), "brush": pg.mkBrush(colour), "pen": pg.mkPen("#e8e8ee", width=1),
+                "symbol": "o" if p.baseline else "t", "size": 13, "data": f"{p.label}\n{how} · {yq}",
+            })
+        self.scatter.setData(spots)
+        self._relabel()
+
+    def _relabel(self) -> None:
+        with_base = sum(1 for p in self.points if p.baseline)
+        without = len(self.points) - with_base
+        if not without:
+            xlabel = "speed-up vs vanilla (×)"
+        elif without and not with_base:
+            xlabel = "tokens per target forward"
+        else:
+            xlabel = "speed-up × (●) · tokens per forward (▲)"
+        ylabel = "prompt fidelity (score)" if self.quality else "mean accepted length"
+        self.plot.setLabel("bottom", xlabel)
+        self.plot.setLabel("left", ylabel)
+        self.key_label.setText("● vs vanilla · ▲ no vanilla yet" + (f" · {self.hidden} unscored" if self.hidden else ""))
+        self.key_label.setToolTip("● x = measured speed-up against the most recent vanilla run of the same prompt, "
+                                  "seed and sampling settings.\n▲ no such vanilla run yet: x = tokens per target "
+                                  "forward. Hover a point for its settings.")

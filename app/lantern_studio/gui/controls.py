@@ -1,0 +1,350 @@
+"""The left panel: prompt, model, speculative-decoding and sampling controls.
+
+``settings()`` reads a :class:`GenerationSettings` from the widgets and
+``set_settings()`` puts one back. Combinations that make no sense are
+prevented by enabling only what applies (temperature off when greedy, λ only
+in LANTERN++ mode, the relaxation only with a drafter); anything the engine
+still rejects surfaces as a SettingsError in the window's banner.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Optional
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QStandardItemModel
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPlainTextEdit,
+    QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+)
+
+from ..engine.settings import GenerationSettings
+from . import tooltips as tt
+from .jobs import ModelInfo
+from .sliders import LogIntSlider, QuadraticSlider
+
+SEED_MAX = 2**31 - 1
+MAX_HISTORY = 20
+DRAFTER_LABELS = (("eagle", "EAGLE (learned)"), ("jacobi", "Jacobi (training-free)"), ("none", "none (vanilla AR)"))
+OPEN_FOLDER = "__open__"
+
+
+def _has_emoji_font() -> bool:
+    return any("emoji" in f.lower() for f in QFontDatabase.families())
+
+
+def _double(lo, hi, step, decimals, tip) -> QDoubleSpinBox:
+    s = QDoubleSpinBox()
+    s.setRange(lo, hi)
+    s.setSingleStep(step)
+    s.setDecimals(decimals)
+    s.setToolTip(tip)
+    return s
+
+
+def _int(lo, hi, tip) -> QSpinBox:
+    s = QSpinBox()
+    s.setRange(lo, hi)
+    s.setToolTip(tip)
+    return s
+
+
+class ControlsPanel(QWidget):
+    generate_requested = Signal()
+    compare_requested = Signal()
+    model_chosen = Signal(object)  # spec (None = bundled), or OPEN_FOLDER
+    settings_changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("controls")
+        self._vocab: Optional[int] = None
+        self._defaults = GenerationSettings()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(10, 10, 10, 10)
+        lay.setSpacing(10)
+        self.model_bar = self._model_bar()  # placed in the window's toolbar
+        lay.addWidget(self._prompt_group())
+        lay.addWidget(self._decoding_group())
+        lay.addWidget(self._sampling_group())
+        lay.addStretch(1)
+        self.set_settings(self._defaults)  # sane values until the model's defaults or saved ones arrive
+
+    # ------------------------------------------------------------------ building
+    def _prompt_group(self) -> QGroupBox:
+        g = QGroupBox("Prompt")
+        v = QVBoxLayout(g)
+        self.prompt = QPlainTextEdit()
+        self.prompt.setPlaceholderText("a red heart with a white outline")
+        self.prompt.setToolTip(tt.PROMPT)
+        self.prompt.setTabChangesFocus(True)
+        self.prompt.setFixedHeight(64)
+        v.addWidget(self.prompt)
+        self.history = QComboBox()
+        self.history.setToolTip(tt.HISTORY)
+        self.history.addItem("Recent prompts…")
+        self.history.activated.connect(self._history_picked)
+        v.addWidget(self.history)
+
+        seed_row = QHBoxLayout()
+        seed_row.addWidget(QLabel("Seed"))
+        self.seed = _int(0, SEED_MAX, tt.SEED)
+        seed_row.addWidget(self.seed, 1)
+        self.dice = QToolButton(text="🎲" if _has_emoji_font() else "Random")
+        self.dice.setToolTip(tt.DICE)
+        self.dice.clicked.connect(self.randomise_seed)
+        self.copy_seed = QToolButton(text="Copy")
+        self.copy_seed.setToolTip(tt.COPY_SEED)
+        self.copy_seed.clicked.connect(lambda: QGuiApplication.clipboard().setText(str(self.seed.value())))
+        seed_row.addWidget(self.dice)
+        seed_row.addWidget(self.copy_seed)
+        v.addLayout(seed_row)
+
+        buttons = QHBoxLayout()
+        self.generate_button = QPushButton("Generate")
+        self.generate_button.setObjectName("primary")
+        self.generate_button.setToolTip(tt.GENERATE)
+        self.generate_button.clicked.connect(self.generate_requested)
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip(tt.COMPARE)
+        self.compare_button.clicked.connect(self.compare_requested)
+        buttons.addWidget(self.generate_button, 2)
+        buttons.addWidget(self.compare_button, 1)
+        v.addLayout(buttons)
+        return g
+
+    def _model_bar(self) -> QWidget:
+        bar = QWidget()
+        h = QHBoxLayout(bar)
+        h.setContentsMargins(4, 0, 4, 0)
+        h.setSpacing(8)
+        h.addWidget(QLabel("Model"))
+        self.model = QComboBox()
+        self.model.setToolTip(tt.MODEL)
+        self.model.setMinimumContentsLength(28)
+        self.model.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model.activated.connect(self._model_picked)
+        h.addWidget(self.model)
+        self.model_facts = QLabel("loading…")
+        self.model_facts.setObjectName("muted")
+        h.addWidget(self.model_facts, 1)
+        return bar
+
+    def _decoding_group(self) -> QGroupBox:
+        g = QGroupBox("Speculative decoding (LANTERN)")
+        f = QFormLayout(g)
+        f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.drafter = QComboBox()
+        self.drafter.setToolTip(tt.DRAFTER)
+        self._drafter_model = QStandardItemModel(self.drafter)
+        self.drafter.setModel(self._drafter_model)
+        for name, label in DRAFTER_LABELS:
+            self.drafter.addItem(label, name)
+        self.draft_length = _int(1, 64, tt.DRAFT_LENGTH)
+        self.draft_length.setPrefix("length ")
+        row = QHBoxLayout()
+        row.addWidget(self.drafter, 2)
+        row.addWidget(self.draft_length, 1)
+        f.addRow("Drafter", row)
+        self.k = LogIntSlider(65535)
+        self.k.setToolTip(tt.K)
+        f.addRow("k", self.k)
+        self.delta = QuadraticSlider(1.0, decimals=4, step=0.005)
+        self.delta.setToolTip(tt.DELTA)
+        f.addRow("δ", self.delta)
+        self.lam_mode = QCheckBox("LANTERN++ λ")
+        self.lam_mode.setToolTip(tt.LAMBDA_MODE)
+        self.lam = _double(1.0, 100.0, 0.1, 2, tt.LAMBDA)
+        lam_row = QHBoxLayout()
+        lam_row.addWidget(self.lam_mode)
+        lam_row.addWidget(self.lam, 1)
+        f.addRow("Bound", lam_row)
+        self.guarantee = QLabel()
+        self.guarantee.setObjectName("muted")
+        self.guarantee.setWordWrap(True)
+        self.guarantee.setToolTip(tt.DELTA)
+        f.addRow(self.guarantee)
+        for w in (self.drafter, self.lam_mode):
+            sig = w.currentIndexChanged if isinstance(w, QComboBox) else w.toggled
+            sig.connect(self._changed)
+        for w in (self.draft_length, self.lam):
+            w.valueChanged.connect(self._changed)
+        self.k.valueChanged.connect(self._changed)
+        self.delta.valueChanged.connect(self._changed)
+        return g
+
+    def _sampling_group(self) -> QGroupBox:
+        g = QGroupBox("Sampling")
+        f = QFormLayout(g)
+        f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.temperature = _double(0.05, 5.0, 0.05, 2, tt.TEMPERATURE)
+        self.greedy = QCheckBox("Greedy")
+        self.greedy.setToolTip(tt.GREEDY)
+        row = QHBoxLayout()
+        row.addWidget(self.temperature, 1)
+        row.addWidget(self.greedy)
+        f.addRow("Temperature", row)
+        self.top_k = _int(0, 65536, tt.TOP_K)
+        self.top_k.setSpecialValueText("off")
+        self.top_p = _double(0.01, 1.0, 0.01, 2, tt.TOP_P)
+        row = QHBoxLayout()
+        row.addWidget(self.top_k, 1)
+        top_p_label = QLabel("Top-p")
+        top_p_label.setToolTip(tt.TOP_P)
+        row.addWidget(top_p_label)
+        row.addWidget(self.top_p, 1)
+        f.addRow("Top-k", row)
+        self.cfg = _double(0.0, 20.0, 0.25, 2, tt.CFG)
+        self.reset = QPushButton("Defaults")
+        self.reset.setToolTip(tt.RESET)
+        self.reset.clicked.connect(lambda: self.set_settings(self._defaults.with_(seed=self.seed.value())))
+        row = QHBoxLayout()
+        row.addWidget(self.cfg, 1)
+        row.addWidget(self.reset)
+        f.addRow("CFG scale", row)
+        self.greedy.toggled.connect(self._changed)
+        for w in (self.temperature, self.top_k, self.top_p, self.cfg, self.seed):
+            w.valueChanged.connect(self._changed)
+        return g
+
+    # ------------------------------------------------------------------ state
+    def _changed(self, *_):
+        self._update_enabled()
+        self.settings_changed.emit()
+
+    def _update_enabled(self) -> None:
+        spec = self.drafter.currentData() != "none"
+        lam = self.lam_mode.isChecked()
+        self.temperature.setEnabled(not self.greedy.isChecked())
+        self.draft_length.setEnabled(spec)
+        self.k.setEnabled(spec)
+        self.lam_mode.setEnabled(spec)
+        self.delta.setEnabled(spec and not lam)
+        self.lam.setEnabled(spec and lam)
+        self.guarantee.setText(self._guarantee_text())
+
+    def _guarantee_text(self) -> str:
+        s = self.settings()
+        if s.drafter == "none":
+            return "Vanilla AR: one target forward per token; output ∼ target exactly."
+        if s.k == 0 or (s.lam is None and s.delta == 0) or (s.lam is not None and s.lam == 1):
+            return "Exact (lossless) speculative decoding: output ∼ target exactly."
+        if s.lam is not None:
+            return f"LANTERN++: neighbour mass ≤ (λ − 1)·p(x̃) = {s.lam - 1:g}·p(x̃) per drafted token."
+        if s.greedy:
+            return f"Greedy drafts are deterministic: each step stays within δ = {s.delta:g} of the target in total variation."
+        return (f"Sampled drafts: per-token bound P(y) ≤ p(y) + m(y) with m ≤ δ = {s.delta:g}; "
+                "the step's total variation can exceed δ.")
+
+    def settings(self) -> GenerationSettings:
+        return GenerationSettings(
+            seed=int(self.seed.value()),
+            temperature=round(float(self.temperature.value()), 4),
+            top_k=int(self.top_k.value()),
+            top_p=round(float(self.top_p.value()), 4),
+            cfg_scale=round(float(self.cfg.value()), 4),
+            greedy=self.greedy.isChecked(),
+            drafter=self.drafter.currentData() or "none",
+            draft_length=int(self.draft_length.value()),
+            k=int(self.k.value()),
+            delta=round(float(self.delta.value()), 4),
+            lam=round(float(self.lam.value()), 4) if self.lam_mode.isChecked() else None,
+        )
+
+    def set_settings(self, s: GenerationSettings) -> None:
+        widgets = (self.seed, self.temperature, self.top_k, self.top_p, self.cfg, self.greedy, self.drafter,
+                   self.draft_length, self.k, self.delta, self.lam_mode, self.lam)
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            self.seed.setValue(max(0, min(SEED_MAX, int(s.seed))))
+            if s.temperature > 0:
+                self.temperature.setValue(s.temperature)
+            self.greedy.setChecked(bool(s.greedy))
+            self.top_k.setValue(s.top_k)
+            self.top_p.setValue(s.top_p)
+            self.cfg.setValue(s.cfg_scale)
+            i = self.drafter.findData(s.drafter)
+            if i >= 0:
+                self.drafter.setCurrentIndex(i)
+            self.draft_length.setValue(s.draft_length)
+            self.k.setValue(s.k)
+            self.delta.setValue(s.delta)
+            self.lam_mode.setChecked(s.lam is not None)
+            if s.lam is not None:
+                self.lam.setValue(s.lam)
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
+        self._changed()
+
+    def randomise_seed(self) -> None:
+        self.seed.setValue(random.randint(0, SEED_MAX))
+
+    # ------------------------------------------------------------------ prompt history
+    def prompt_text(self) -> str:
+        return self.prompt.toPlainText()
+
+    def set_prompt(self, text: str) -> None:
+        self.prompt.setPlainText(text)
+
+    def prompt_history(self) -> list:
+        return [self.history.itemText(i) for i in range(1, self.history.count())]
+
+    def set_prompt_history(self, prompts) -> None:
+        self.history.blockSignals(True)
+        while self.history.count() > 1:
+            self.history.removeItem(1)
+        for p in list(prompts)[:MAX_HISTORY]:
+            self.history.addItem(str(p))
+        self.history.setCurrentIndex(0)
+        self.history.blockSignals(False)
+
+    def remember_prompt(self, prompt: str) -> None:
+        items = [prompt] + [p for p in self.prompt_history() if p != prompt]
+        self.set_prompt_history(items)
+
+    def _history_picked(self, index: int) -> None:
+        if index > 0:
+            self.set_prompt(self.history.itemText(index))
+        self.history.setCurrentIndex(0)
+
+    # ------------------------------------------------------------------ models
+    def set_model_choices(self, choices, current) -> None:
+        """choices: [(label, spec)]; an "Open model folder…" entry is appended."""
+        self.model.blockSignals(True)
+        self.model.clear()
+        for label, spec in choices:
+            self.model.addItem(label, spec)
+        self.model.addItem("Open model folder…", OPEN_FOLDER)
+        i = self.model.findData(current)
+        self.model.setCurrentIndex(max(0, i))
+        self.model.blockSignals(False)
+        self._current_model = current
+
+    def _model_picked(self, index: int) -> None:
+        spec = self.model.itemData(index)
+        if spec == OPEN_FOLDER:
+            self.model.setCurrentIndex(max(0, self.model.findData(getattr(self, "_current_model", None))))
+        self.model_chosen.emit(spec)
+
+    def set_model_info(self, info: ModelInfo) -> None:
+        self._vocab = info.vocab_size
+        self._defaults = info.defaults
+        for row, (name, _label) in enumerate(DRAFTER_LABELS):
+            item = self._drafter_model.item(row)
+            item.setEnabled(name in info.drafters)
+        if self.drafter.currentData() not in info.drafters:
+            self.drafter.setCurrentIndex(self.drafter.findData("jacobi" if "jacobi" in info.drafters else "none"))
+        self.k.setMaximum(info.vocab_size - 1)
+        self.top_k.setMaximum(info.vocab_size)
+        self.model_facts.setText(
+            f"{info.name}: {info.grid}×{info.grid} = {info.grid * info.grid} tokens, codebook {info.vocab_size}"
+            + ("" if "eagle" in info.drafters else " · no EAGLE head")
+            + (" · quality score" if info.has_score else "")
+        )
+        self._update_enabled()
+
+    def set_model_failed(self, message: str) -> None:
+        self.model_facts.setText("no model loaded")

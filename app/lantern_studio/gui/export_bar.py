@@ -1,0 +1,58 @@
+"""Export controls under the canvas: upscale factor and filter, Save PNG…
+(Ctrl+S) and Copy (Ctrl+C). Saving goes through ``lantern_studio.export.save_png``
+so the PNG carries the prompt, settings and stats."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
+
+from ..export import UPSCALE_FACTORS, upscale
+from .canvas import to_qimage
+
+
+class ExportBar(QWidget):
+    save_requested = Signal()
+    copy_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(8)
+        lay.addWidget(QLabel("Export"))
+        self.factor = QComboBox()
+        for f in UPSCALE_FACTORS:
+            self.factor.addItem(f"×{f}" if f > 1 else "×1 (original)", f)
+        self.factor.setToolTip("Upscale the exported / copied image by an integer factor")
+        lay.addWidget(self.factor)
+        self.method = QComboBox()
+        self.method.addItem("nearest (crisp pixels)", "nearest")
+        self.method.addItem("Lanczos (smooth)", "lanczos")
+        self.method.setToolTip("Upscaling filter")
+        lay.addWidget(self.method)
+        lay.addStretch(1)
+        self.save_button = QPushButton("Save PNG…")
+        self.save_button.setToolTip("Save the finished image with its prompt, settings and stats embedded (Ctrl+S)")
+        self.save_button.clicked.connect(self.save_requested)
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setToolTip("Copy the finished image to the clipboard (Ctrl+C)")
+        self.copy_button.clicked.connect(self.copy_requested)
+        lay.addWidget(self.save_button)
+        lay.addWidget(self.copy_button)
+
+    def factor_value(self) -> int:
+        return int(self.factor.currentData())
+
+    def method_value(self) -> str:
+        return str(self.method.currentData())
+
+    def set_choice(self, factor: int, method: str) -> None:
+        self.factor.setCurrentIndex(max(0, self.factor.findData(int(factor))))
+        self.method.setCurrentIndex(max(0, self.method.findData(method)))
+
+    def copy_to_clipboard(self, image: np.ndarray) -> None:
+        scaled = np.asarray(upscale(image, self.factor_value(), self.method_value()).convert("RGB"))
+        QGuiApplication.clipboard().setImage(to_qimage(scaled))

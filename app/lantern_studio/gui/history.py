@@ -1,0 +1,144 @@
+"""The history gallery: thumbnails of every finished image, searchable by
+prompt. Clicking one restores its prompt and settings; deleting asks first
+(``confirm`` is injectable so tests can answer for the user)."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Dict, Optional
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QAction, QIcon, QImage, QKeySequence, QPixmap, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QHBoxLayout, QLabel, QLineEdit, QListView, QMessageBox, QPushButton, QVBoxLayout, QWidget,
+)
+
+from .history_store import Entry, HistoryStore
+
+THUMB = 88
+ID_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def ask_user(parent, title: str, text: str) -> bool:
+    answer = QMessageBox.question(parent, title, text, QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                  QMessageBox.StandardButton.No)
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def describe(e: Entry) -> str:
+    s, st = e.settings, e.stats
+    how = "vanilla" if s.get("drafter") == "none" else s.get("drafter", "?")
+    if s.get("drafter") != "none" and s.get("k", 0):
+        how += f", k={s.get('k')}, " + (f"λ={s['lam']}" if s.get("lam") is not None else f"δ={s.get('delta')}")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))
+    secs = st.get("wall_seconds")
+    return (f"{e.prompt}\nseed {s.get('seed')} · {how}\n{e.model} · {when}"
+            + (f" · {secs:.2f} s" if isinstance(secs, (int, float)) else ""))
+
+
+class HistoryGallery(QWidget):
+    entry_activated = Signal(object)  # Entry
+    entry_deleted = Signal(int)
+
+    def __init__(self, store: HistoryStore, parent=None):
+        super().__init__(parent)
+        self.store = store
+        self.confirm: Callable[[str, str], bool] = lambda title, text: ask_user(self, title, text)
+        self._icons: Dict[int, QIcon] = {}
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(6)
+        top = QHBoxLayout()
+        title = QLabel("History")
+        title.setObjectName("sectionTitle")
+        top.addWidget(title)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search prompts…")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.refresh)
+        top.addWidget(self.search, 1)
+        self.count_label = QLabel()
+        self.count_label.setObjectName("muted")
+        top.addWidget(self.count_label)
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.setToolTip("Delete the selected image from the history (asks first). Key: Delete")
+        self.delete_button.clicked.connect(self.delete_selected)
+        top.addWidget(self.delete_button)
+        lay.addLayout(top)
+
+        self.model = QStandardItemModel(self)
+        self.view = QListView()
+        self.view.setObjectName("gallery")
+        self.view.setViewMode(QListView.ViewMode.IconMode)
+        self.view.setFlow(QListView.Flow.LeftToRight)
+        self.view.setWrapping(True)
+        self.view.setResizeMode(QListView.ResizeMode.Adjust)
+        self.view.setMovement(QListView.Movement.Static)
+        self.view.setUniformItemSizes(True)
+        self.view.setIconSize(QSize(THUMB, THUMB))
+        self.view.setGridSize(QSize(THUMB + 16, THUMB + 30))
+        self.view.setSpacing(4)
+        self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.view.setEditTriggers(QListView.EditTrigger.NoEditTriggers)
+        self.view.setModel(self.model)
+        self.view.clicked.connect(self._clicked)
+        self.view.activated.connect(self._clicked)
+        delete = QAction("Delete", self.view)
+        delete.setShortcut(QKeySequence.StandardKey.Delete)
+        delete.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        delete.triggered.connect(self.delete_selected)
+        self.view.addAction(delete)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        lay.addWidget(self.view, 1)
+        self.refresh()
+
+    def _icon(self, e: Entry) -> QIcon:
+        icon = self._icons.get(e.id)
+        if icon is None:
+            img = QImage(str(e.path))
+            if img.isNull():
+                pm = QPixmap(THUMB, THUMB)
+                pm.fill(Qt.GlobalColor.darkGray)
+            else:
+                pm = QPixmap.fromImage(img.scaled(THUMB, THUMB, Qt.AspectRatioMode.KeepAspectRatio,
+                                                  Qt.TransformationMode.FastTransformation))
+            icon = self._icons[e.id] = QIcon(pm)
+        return icon
+
+    def refresh(self, *_) -> None:
+        entries = self.store.entries(self.search.text())
+        self.model.clear()
+        for e in entries:
+            text = e.prompt if len(e.prompt) <= 14 else e.prompt[:13] + "…"
+            item = QStandardItem(self._icon(e), text)
+            item.setData(e.id, ID_ROLE)
+            item.setToolTip(describe(e))
+            self.model.appendRow(item)
+        total = self.store.count()
+        shown = len(entries)
+        self.count_label.setText(f"{shown} of {total}" if self.search.text().strip() else f"{total} images")
+
+    def entry_at(self, row: int) -> Optional[Entry]:
+        item = self.model.item(row)
+        return self.store.get(item.data(ID_ROLE)) if item is not None else None
+
+    def _clicked(self, index) -> None:
+        e = self.entry_at(index.row())
+        if e is not None:
+            self.entry_activated.emit(e)
+
+    def selected(self) -> Optional[Entry]:
+        idx = self.view.currentIndex()
+        return self.entry_at(idx.row()) if idx.isValid() else None
+
+    def delete_selected(self) -> bool:
+        e = self.selected()
+        if e is None:
+            return False
+        if not self.confirm("Delete image", f"Delete “{e.prompt}” from the history? Its PNG file is removed too."):
+            return False
+        self.store.delete(e.id)
+        self._icons.pop(e.id, None)
+        self.refresh()
+        self.entry_deleted.emit(e.id)
+        return True

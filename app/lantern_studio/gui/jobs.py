@@ -1,0 +1,115 @@
+"""Plain data passed between the GUI and the engine worker.
+
+Everything here is either immutable or a fresh copy made by the sender, so an
+object handed across threads is never mutated by the other side — except
+``Job.cancel_event``, a ``threading.Event`` that is the one piece of state both
+threads touch (the GUI sets it, the decode loop polls it between steps).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..engine.settings import GenerationSettings
+
+UNFILLED = 255  # decision value of a token not fixed yet
+TINY_DEMO = "tiny-demo"  # model spec: a random tiny model built on demand (a demo without weights)
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Job:
+    prompt: str
+    settings: GenerationSettings
+    model: Optional[str] = None  # model spec: None = bundled, a folder, or TINY_DEMO
+    role: str = "single"  # "single" | "compare-vanilla" | "compare-current"
+    group: Optional[int] = None  # compare pair id
+    id: int = field(default_factory=lambda: next(_ids))
+    cancel_event: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def label(self) -> str:
+        text = self.prompt if len(self.prompt) <= 40 else self.prompt[:39] + "…"
+        s = self.settings
+        how = "vanilla" if s.drafter == "none" else f"{s.drafter}"
+        if s.drafter != "none" and s.k > 0:
+            how += f", k={s.k}, " + (f"λ={s.lam:g}" if s.lam is not None else f"δ={s.delta:g}")
+        tag = {"compare-vanilla": " [compare: vanilla]", "compare-current": " [compare: current]"}.get(self.role, "")
+        return f"#{self.id} “{text}” (seed {s.seed}, {how}){tag}"
+
+
+@dataclass
+class ModelInfo:
+    spec: Optional[str]
+    name: str
+    grid: int
+    vocab_size: int
+    drafters: tuple
+    defaults: GenerationSettings
+    has_score: bool
+    folder: Optional[str] = None
+
+
+@dataclass
+class Frame:
+    """A snapshot of a running job: the partial image and how far it got."""
+
+    job_id: int
+    image: np.ndarray  # (H, W, 3) uint8, a private copy
+    decisions: np.ndarray  # (N,) uint8, UNFILLED where not fixed yet; a private copy
+    n_fixed: int
+    total: int
+    target_forwards: int
+    drafter_forwards: int
+    elapsed: float
+    final: bool = False
+
+    @property
+    def tokens_per_second(self) -> Optional[float]:
+        return self.n_fixed / self.elapsed if self.elapsed > 0 else None
+
+    @property
+    def mean_accepted_length(self) -> float:
+        # as DecodeStats: tokens per target forward, the prefill's forward included
+        return self.n_fixed / max(1, self.target_forwards + 1)
+
+
+@dataclass
+class JobResult:
+    job: Job
+    image: np.ndarray
+    tokens: np.ndarray  # (N,) int64
+    decisions: np.ndarray  # (N,) uint8
+    stats: dict
+    note: str
+    model_name: str
+    score: Optional[float] = None
+    warning: Optional[str] = None
+
+    def record(self) -> dict:
+        """The JSON-ready record embedded in PNGs and stored in the history."""
+        stats = {k: v for k, v in self.stats.items() if k != "settings"}
+        h, w = int(self.image.shape[0]), int(self.image.shape[1])
+        rec = {
+            "prompt": self.job.prompt,
+            "understood_as": self.note,
+            "model": self.model_name,
+            "settings": self.job.settings.to_dict(),
+            "stats": stats,
+            "size": [h, w],
+        }
+        if self.score is not None:
+            rec["score"] = float(self.score)
+        return rec

@@ -1,0 +1,522 @@
+"""The studio window: assembles the panels and routes the engine's events.
+
+    banner
+    ┌ controls ┬ canvas / export / queue ┬ stats · compare · chart ┐
+    └──────────────────── history gallery ─────────────────────────┘
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+import numpy as np
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget,
+)
+
+from ..engine.settings import GenerationSettings, SettingsError
+from ..engine.text import PromptError, check_prompt
+from ..export import ExportError, save_png
+from ..models import BUNDLED_NAME
+from ..paths import cache_dir
+from .banner import Banner
+from .canvas import Canvas, slug
+from .chart import TradeoffChart
+from .controls import OPEN_FOLDER, ControlsPanel
+from .export_bar import ExportBar
+from .history import HistoryGallery, ask_user
+from .history_store import Entry, HistoryStore
+from .job_queue import JobQueue
+from .jobs import TINY_DEMO, Frame, Job, JobResult, ModelInfo
+from .queue_view import QueueView
+from .stats_panel import StatsPanel
+from .storage import Preferences, app_data_dir
+
+MAX_RECENT_MODELS = 8
+_groups = itertools.count(1)
+_orphans: list = []
+
+
+def _jsonable(record: dict) -> dict:
+    return json.loads(json.dumps(record, default=str))
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, model: Optional[str] = None, data_dir: Optional[Path] = None):
+        super().__init__()
+        self.setWindowTitle("Lantern Studio")
+        self.setObjectName("mainWindow")
+        data = Path(data_dir) if data_dir else app_data_dir()
+        self.prefs = Preferences(data)
+        self.store = HistoryStore(data)
+        self.engine = JobQueue(self)
+        self.model_info: Optional[ModelInfo] = None
+        self.finished_image: Optional[np.ndarray] = None  # what Save / Copy / drag export
+        self.finished_record: Optional[dict] = None
+        self.last_result: Optional[JobResult] = None
+        self.last_entry: Optional[Entry] = None
+        self.shown_job_id: Optional[int] = None
+        self.started_jobs: list = []  # every job the worker started (tests and the bench read it)
+        self._compare: Dict[int, dict] = {}
+        self._banner_topic = ""
+        self._closed = False
+        self._store_open = True
+        self._canvas_finished = False  # the canvas shows finished_image (not a partial one)
+        # injectable dialogs (tests replace them)
+        self.confirm: Callable[[str, str], bool] = lambda title, text: ask_user(self, title, text)
+        self.ask_save_path: Callable[[str], Optional[str]] = self._ask_save_path
+        self.ask_model_folder: Callable[[], Optional[str]] = self._ask_model_folder
+
+        self._build()
+        self._build_actions()
+        self._connect()
+        self._restore(model)
+        self.engine.load_model(self.model_spec)
+
+    # ------------------------------------------------------------------ building
+    def _build(self) -> None:
+        central = QWidget()
+        outer = QVBoxLayout(central)
+        outer.setContentsMargins(8, 8, 8, 4)
+        outer.setSpacing(6)
+        self.banner = Banner()
+        outer.addWidget(self.banner)
+
+        self.controls = ControlsPanel()
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(self.controls)
+        scroll.setMinimumWidth(self.controls.minimumSizeHint().width() + scroll.verticalScrollBar().sizeHint().width() + 2)
+        self.controls_scroll = scroll
+        bar = self.addToolBar("Model")
+        bar.setObjectName("modelBar")
+        bar.setMovable(False)
+        bar.addWidget(self.controls.model_bar)
+
+        middle = QWidget()
+        ml = QVBoxLayout(middle)
+        ml.setContentsMargins(4, 0, 4, 0)
+        ml.setSpacing(6)
+        self.canvas = Canvas()
+        ml.addWidget(self.canvas, 1)
+        self.export_bar = ExportBar()
+        ml.addWidget(self.export_bar)
+        self.queue_view = QueueView()
+        ml.addWidget(self.queue_view)
+
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(4, 0, 0, 0)
+        rl.setSpacing(8)
+        self.stats = StatsPanel()
+        rl.addWidget(self.stats)
+        self.chart = TradeoffChart()
+        rl.addWidget(self.chart, 1)
+        right.setMinimumWidth(340)
+
+        self.top_split = QSplitter(Qt.Orientation.Horizontal)
+        self.top_split.addWidget(scroll)
+        self.top_split.addWidget(middle)
+        self.top_split.addWidget(right)
+        self.top_split.setStretchFactor(0, 0)
+        self.top_split.setStretchFactor(1, 1)
+        self.top_split.setStretchFactor(2, 0)
+        self.top_split.setSizes([350, 620, 400])
+        self.top_split.setChildrenCollapsible(False)
+
+        self.gallery = HistoryGallery(self.store)
+        self.gallery.confirm = lambda title, text: self.confirm(title, text)
+        self.main_split = QSplitter(Qt.Orientation.Vertical)
+        self.main_split.addWidget(self.top_split)
+        self.main_split.addWidget(self.gallery)
+        self.main_split.setStretchFactor(0, 1)
+        self.main_split.setStretchFactor(1, 0)
+        self.main_split.setSizes([710, 150])
+        self.main_split.setChildrenCollapsible(False)
+        outer.addWidget(self.main_split, 1)
+        self.setCentralWidget(central)
+
+        self.status_model = QLabel()
+        self.statusBar().addPermanentWidget(self.status_model)
+        self.canvas.view.make_drag_file = self._drag_file
+        self.resize(1400, 880)
+
+    def _action(self, menu, text, slot, shortcuts=(), checkable=False) -> QAction:
+        a = QAction(text, self)
+        if shortcuts:
+            a.setShortcuts([QKeySequence(s) for s in shortcuts])
+        a.setCheckable(checkable)
+        a.triggered.connect(slot)
+        menu.addAction(a)
+        self.addAction(a)
+        return a
+
+    def _build_actions(self) -> None:
+        mb = self.menuBar()
+        f = mb.addMenu("&File")
+        self._action(f, "Open model folder…", self.open_model_folder, ["Ctrl+O"])
+        self.save_action = self._action(f, "Save image as PNG…", lambda: self.save_as(), [QKeySequence.StandardKey.Save])
+        f.addSeparator()
+        self._action(f, "Quit", self.close, [QKeySequence.StandardKey.Quit])
+        e = mb.addMenu("&Edit")
+        self.copy_action = self._action(e, "Copy image", self.copy_image, [QKeySequence.StandardKey.Copy])
+        g = mb.addMenu("&Generate")
+        self.generate_action = self._action(g, "Generate", self.generate, ["Ctrl+Return", "Ctrl+Enter"])
+        self._action(g, "Compare with vanilla", self.compare, ["Ctrl+Shift+Return"])
+        self.cancel_action = self._action(g, "Cancel", self.cancel, ["Esc"])
+        self._action(g, "Cancel all", self.cancel_all, ["Shift+Esc"])
+        v = mb.addMenu("&View")
+        self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)
+        self._action(v, "Clear trade-off chart", self.chart.clear)
+        for a in (self.save_action, self.copy_action, self.generate_action, self.cancel_action):
+            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+
+    def _connect(self) -> None:
+        c = self.controls
+        c.generate_requested.connect(self.generate)
+        c.compare_requested.connect(self.compare)
+        c.model_chosen.connect(self._model_chosen)
+        self.canvas.overlay.toggled.connect(self.overlay_action.setChecked)
+        self.export_bar.save_requested.connect(lambda: self.save_as())
+        self.export_bar.copy_requested.connect(self.copy_image)
+        self.queue_view.cancel_requested.connect(self.cancel)
+        self.queue_view.cancel_all_requested.connect(self.cancel_all)
+        self.gallery.entry_activated.connect(self.restore_entry)
+        e = self.engine
+        e.queue_changed.connect(self._queue_changed)
+        e.model_loading.connect(self._model_loading)
+        e.model_ready.connect(self._model_ready)
+        e.model_failed.connect(self._model_failed)
+        e.job_started.connect(self._job_started)
+        e.frame.connect(self._frame)
+        e.job_finished.connect(self._job_finished)
+        e.job_cancelled.connect(self._job_cancelled)
+        e.job_failed.connect(self._job_failed)
+
+    # ------------------------------------------------------------------ preferences
+    def _restore(self, model: Optional[str]) -> None:
+        p = self.prefs
+        self._settings_restored = False
+        saved = p.get_json("settings")
+        if isinstance(saved, dict):
+            try:
+                self.controls.set_settings(GenerationSettings.from_dict(saved))
+                self._settings_restored = True
+            except (TypeError, ValueError):
+                pass
+        self.controls.set_prompt(p.get_json("prompt", "") or "")
+        self.controls.set_prompt_history(p.get_json("prompt_history", []) or [])
+        self.recent_models = [m for m in (p.get_json("recent_models", []) or []) if isinstance(m, str)]
+        self.model_spec = model if model is not None else p.get_json("model", None)
+        self._refresh_model_choices()
+        self.canvas.set_zoom(p.get_json("zoom", "fit"))
+        self.canvas.set_overlay(bool(p.get_json("overlay", False)))
+        self.export_bar.set_choice(p.get_json("export_factor", 1) or 1, p.get_json("export_method", "nearest"))
+        geom = p.get_bytes("geometry")
+        if isinstance(geom, QByteArray) and not geom.isEmpty():
+            self.restoreGeometry(geom)
+        for key, split in (("split_top", self.top_split), ("split_main", self.main_split)):
+            state = p.get_bytes(key)
+            if isinstance(state, QByteArray) and not state.isEmpty():
+                split.restoreState(state)
+
+    def save_preferences(self) -> None:
+        p = self.prefs
+        p.set_json("settings", self.controls.settings().to_dict())
+        p.set_json("prompt", self.controls.prompt_text())
+        p.set_json("prompt_history", self.controls.prompt_history())
+        p.set_json("model", self.model_spec)
+        p.set_json("recent_models", self.recent_models)
+        p.set_json("zoom", self.canvas.zoom.currentData())
+        p.set_json("overlay", self.canvas.overlay.isChecked())
+        p.set_json("export_factor", self.export_bar.factor_value())
+        p.set_json("export_method", self.export_bar.method_value())
+        p.set_bytes("geometry", self.saveGeometry())
+        p.set_bytes("split_top", self.top_split.saveState())
+        p.set_bytes("split_main", self.main_split.saveState())
+        p.sync()
+
+    def closeEvent(self, event):  # noqa: N802
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.save_preferences()
+        if not self.engine.shutdown():
+            _orphans.append(self.engine)  # still inside a model load: never destroy a running QThread
+        # deliver what the worker sent before it stopped (a job that finished just now still gets its history row)
+        QCoreApplication.sendPostedEvents(self.engine, QEvent.Type.MetaCall)
+        self.store.close()
+        self._store_open = False
+        shutil.rmtree(cache_dir() / "drag", ignore_errors=True)
+
+    # ------------------------------------------------------------------ banner / status
+    def show_error(self, text: str, topic: str = "", level: str = "error", actions=()) -> None:
+        self._banner_topic = topic
+        self.banner.show_message(text, level, actions)
+        self.statusBar().showMessage(text.split("\n")[0], 8000)
+
+    def _model_actions(self):
+        return [("Open model folder…", self.open_model_folder), ("Use tiny demo model", lambda: self.choose_model(TINY_DEMO))]
+
+    # ------------------------------------------------------------------ models
+    def _refresh_model_choices(self) -> None:
+        choices = [(f"Bundled model ({BUNDLED_NAME})", None), ("Tiny demo model (random weights)", TINY_DEMO)]
+        folders = list(self.recent_models)
+        if self.model_spec not in (None, TINY_DEMO) and self.model_spec not in folders:
+            folders.insert(0, self.model_spec)
+        for folder in folders:
+            choices.append((f"{Path(folder).name} — {folder}", folder))
+        self.controls.set_model_choices(choices, self.model_spec)
+
+    def choose_model(self, spec: Optional[str]) -> None:
+        if spec not in (None, TINY_DEMO):
+            spec = str(Path(spec).expanduser())
+            self.recent_models = [spec] + [m for m in self.recent_models if m != spec]
+            self.recent_models = self.recent_models[:MAX_RECENT_MODELS]
+        self.model_spec = spec
+        self._refresh_model_choices()
+        self.engine.load_model(spec)
+
+    def open_model_folder(self) -> None:
+        folder = self.ask_model_folder()
+        if folder:
+            self.choose_model(folder)
+
+    def _ask_model_folder(self) -> Optional[str]:
+        return QFileDialog.getExistingDirectory(self, "Open model folder (with model.json)") or None
+
+    def _model_chosen(self, spec) -> None:
+        if spec == OPEN_FOLDER:
+            self.open_model_folder()
+        elif spec != self.model_spec:
+            self.choose_model(spec)
+
+    def _model_loading(self, spec) -> None:
+        self.status_model.setText("loading model…")
+        self.statusBar().showMessage("Loading model…")
+
+    def _model_ready(self, info: ModelInfo) -> None:
+        changed = self.model_info is None or self.model_info.name != info.name
+        self.model_info = info
+        self.controls.set_model_info(info)
+        if not self._settings_restored:
+            self.controls.set_settings(info.defaults)
+            self._settings_restored = True
+        if changed:
+            self.chart.clear()
+        self.chart.set_quality_available(info.has_score)
+        self.setWindowTitle(f"Lantern Studio — {info.name}")
+        self.status_model.setText(f"{info.name} · {info.grid}×{info.grid} tokens · V={info.vocab_size}")
+        self.statusBar().showMessage(f"Model {info.name} ready", 4000)
+        if self._banner_topic == "model":
+            self.banner.dismiss()
+
+    def _model_failed(self, spec, message: str) -> None:
+        self.model_info = None
+        self.controls.set_model_failed(message)
+        self.status_model.setText("no model")
+        what = f"The bundled model ({BUNDLED_NAME})" if spec is None else f"The model {spec}"
+        self.show_error(f"{what} could not be loaded: {message}\nOpen a model folder, or use the tiny demo model "
+                        "(random weights: it draws noise, but shows how decoding works).",
+                        topic="model", actions=self._model_actions())
+
+    # ------------------------------------------------------------------ generating
+    def _checked_settings(self) -> Optional[GenerationSettings]:
+        try:
+            check_prompt(self.controls.prompt_text())
+            vocab = self.model_info.vocab_size if self.model_info else None
+            return self.controls.settings().validate(vocab)
+        except (PromptError, SettingsError) as e:
+            self.show_error(str(e), topic="input")
+            return None
+
+    def generate(self) -> Optional[Job]:
+        s = self._checked_settings()
+        if s is None:
+            return None
+        prompt = self.controls.prompt_text().strip()
+        self.controls.remember_prompt(prompt)
+        if self._banner_topic == "input":
+            self.banner.dismiss()
+        return self.engine.submit(prompt, s)
+
+    def compare(self) -> Optional[tuple]:
+        s = self._checked_settings()
+        if s is None:
+            return None
+        if s.drafter == "none":
+            self.show_error("Compare runs vanilla decoding against the current settings: pick a drafter first.",
+                            topic="input", level="info")
+            return None
+        prompt = self.controls.prompt_text().strip()
+        self.controls.remember_prompt(prompt)
+        group = next(_groups)
+        self._compare[group] = {}
+        a = self.engine.submit(prompt, s.with_(drafter="none"), "compare-vanilla", group)
+        b = self.engine.submit(prompt, s, "compare-current", group)
+        return a, b
+
+    def cancel(self) -> None:
+        job = self.engine.cancel_current()
+        if job is not None:
+            self.statusBar().showMessage(f"Cancelling #{job.id}…")
+        self._queue_changed()
+
+    def cancel_all(self) -> None:
+        self.engine.cancel_all()
+        self.statusBar().showMessage("Cancelled all jobs")
+
+    def _queue_changed(self) -> None:
+        self.queue_view.update_from(self.engine)
+
+    def _job_started(self, job: Job) -> None:
+        self.started_jobs.append(job)
+        self.shown_job_id = job.id
+        self._canvas_finished = False
+        total = self.model_info.grid ** 2 if self.model_info else 0
+        self.canvas.start(total)
+        self.stats.start(job)
+        self.statusBar().showMessage(f"Generating {job.label()}…")
+        self._queue_changed()
+
+    def _frame(self, f: Frame) -> None:
+        if f.job_id != self.shown_job_id:
+            return
+        self.canvas.show_frame(f)
+        self.stats.update_live(f)
+
+    def _job_finished(self, r: JobResult) -> None:
+        record = _jsonable(r.record())
+        self.last_result = r
+        self.finished_image, self.finished_record = r.image, record
+        self._canvas_finished = r.job.id == self.shown_job_id
+        if not self._store_open:
+            return
+        try:
+            self.last_entry = self.store.add(r.image, record, r.decisions)
+            self.gallery.refresh()
+        except Exception as e:  # noqa: BLE001 - a full disk must not take the app down
+            self.show_error(f"The image could not be saved to the history: {e}", topic="history")
+        self.stats.show_result(r)
+        self.chart.add_result(r)
+        s = r.stats
+        self.canvas.set_status(f"done · %v / %m tokens · {s['target_forwards'] + 1} target forwards · "
+                               f"{s['wall_seconds']:.2f} s")
+        self.statusBar().showMessage(f"Done #{r.job.id} in {s['wall_seconds']:.2f} s", 6000)
+        if r.warning:
+            self.show_error(r.warning, topic="score", level="warning")
+        if r.job.group in self._compare:
+            pair = self._compare[r.job.group]
+            pair["vanilla" if r.job.role == "compare-vanilla" else "current"] = r
+            if len(pair) == 2:
+                self.stats.show_compare(pair["vanilla"], pair["current"])
+                del self._compare[r.job.group]
+
+    def _job_cancelled(self, job: Job) -> None:
+        self._compare.pop(job.group, None)
+        if job.id == self.shown_job_id:
+            self.canvas.set_status("cancelled at %v / %m tokens")
+        self.statusBar().showMessage(f"Cancelled #{job.id}", 6000)
+
+    def _job_failed(self, job: Job, message: str) -> None:
+        self._compare.pop(job.group, None)
+        if job.id == self.shown_job_id:
+            self.canvas.set_status("failed")
+        if self.model_info is None:  # the model itself failed to load: keep the way out on offer
+            self.show_error(f"Generation #{job.id} failed: {message}", topic="model", actions=self._model_actions())
+        else:
+            self.show_error(f"Generation #{job.id} failed: {message}", topic="job")
+
+    # ------------------------------------------------------------------ history
+    def restore_entry(self, e: Entry) -> None:
+        from PIL import Image
+
+        self.controls.set_prompt(e.prompt)
+        try:
+            self.controls.set_settings(GenerationSettings.from_dict(e.settings))
+        except (TypeError, ValueError) as err:
+            self.show_error(f"This history entry's settings could not be restored: {err}", topic="history")
+        try:
+            with Image.open(e.path) as img:
+                image = np.asarray(img.convert("RGB")).copy()
+        except OSError as err:
+            self.show_error(f"{e.path}: could not be read ({err})", topic="history")
+            return
+        self.shown_job_id = None
+        self.canvas.show_image(image, e.decisions)
+        self.finished_image, self.finished_record = image, e.record
+        self._canvas_finished = True
+        self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')})", 5000)
+        if self.model_info is not None and e.model and e.model != self.model_info.name:
+            self.show_error(f"This image was made with the model {e.model}; the current model is "
+                            f"{self.model_info.name}, so regenerating it gives a different picture.",
+                            topic="history", level="info")
+
+    # ------------------------------------------------------------------ export
+    def _ask_save_path(self, suggested: str) -> Optional[str]:
+        path, _ = QFileDialog.getSaveFileName(self, "Save image as PNG", suggested, "PNG image (*.png)")
+        return path or None
+
+    def save_as(self, path: Optional[str] = None) -> Optional[Path]:
+        """Save the finished image (``path`` skips the file dialog; an existing file is then confirmed here)."""
+        if self.finished_image is None:
+            self.show_error("Nothing to export yet: generate an image or pick one from the history.", level="info")
+            return None
+        confirmed = False
+        if path is None:
+            suggested = str(Path.home() / f"{slug(self.finished_record.get('prompt', 'lantern'))}.png")
+            path = self.ask_save_path(suggested)
+            if not path:
+                return None
+            confirmed = True  # the file dialog asked about overwriting
+        target = Path(path)
+        if target.suffix.lower() != ".png":
+            target, confirmed = target.with_name(target.name + ".png"), False
+        if target.exists() and not confirmed:
+            if not self.confirm("Replace file", f"{target} already exists. Replace it?"):
+                return None
+        try:
+            save_png(target, self.finished_image, self.finished_record, overwrite=True,
+                     factor=self.export_bar.factor_value(), method=self.export_bar.method_value())
+        except (ExportError, ValueError) as e:
+            self.show_error(f"Export failed: {e}", topic="export")
+            return None
+        self.statusBar().showMessage(f"Saved {target}", 6000)
+        return target
+
+    def copy_image(self) -> bool:
+        if self.finished_image is None:
+            self.statusBar().showMessage("Nothing to copy yet", 4000)
+            return False
+        self.export_bar.copy_to_clipboard(self.finished_image)
+        self.statusBar().showMessage("Image copied to the clipboard", 4000)
+        return True
+
+    def _drag_file(self) -> Optional[Path]:
+        """A PNG for dragging out: the finished image with its record, else the partial picture."""
+        folder = Path(tempfile.mkdtemp(prefix="drag-", dir=self._drag_dir()))
+        if self.finished_image is not None and self._canvas_finished:
+            name = slug(self.finished_record.get("prompt", "lantern")) + ".png"
+            return save_png(folder / name, self.finished_image, self.finished_record, overwrite=True)
+        if self.canvas.image is not None:
+            return save_png(folder / "lantern-partial.png", self.canvas.image, {"partial": True}, overwrite=True)
+        return None
+
+    @staticmethod
+    def _drag_dir() -> Path:
+        d = cache_dir() / "drag"
+        d.mkdir(parents=True, exist_ok=True)
+        return d

@@ -1,0 +1,74 @@
+"""The job queue as the user sees it: what runs now, what waits and in which
+place, with Cancel (Esc) and Cancel all."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+
+from .job_queue import JobQueue
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+class QueueView(QWidget):
+    cancel_requested = Signal()
+    cancel_all_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(4)
+        top = QHBoxLayout()
+        self.title = QLabel("Queue: idle")
+        self.title.setObjectName("sectionTitle")
+        top.addWidget(self.title, 1)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the running job between two decoding steps (Esc)")
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        self.cancel_all_button = QPushButton("Cancel all")
+        self.cancel_all_button.setToolTip("Stop the running job and empty the queue")
+        self.cancel_all_button.clicked.connect(self.cancel_all_requested)
+        top.addWidget(self.cancel_button)
+        top.addWidget(self.cancel_all_button)
+        lay.addLayout(top)
+        self.list = QListWidget()
+        self.list.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setFixedHeight(64)
+        lay.addWidget(self.list)
+        self.update_from(None)
+
+    def resizeEvent(self, event):  # noqa: N802 - re-elide the rows to the new width
+        super().resizeEvent(event)
+        if getattr(self, "_engine", None) is not None:
+            self.update_from(self._engine)
+
+    def update_from(self, engine: JobQueue | None) -> None:
+        self._engine = engine
+        self.list.clear()
+        current = engine.current if engine is not None else None
+        pending = list(engine.pending) if engine is not None else []
+        rows = []
+        if current is not None:
+            state = "cancelling…" if current.cancel_requested else "running"
+            rows.append(f"▶ {state}: {current.label()}")
+        for i, job in enumerate(pending, 1):
+            rows.append(f"{i}. waiting, {ordinal(i)} in line: {job.label()}")
+        fm = self.list.fontMetrics()
+        width = max(80, self.list.viewport().width() - 12)
+        for text in rows:
+            item = QListWidgetItem(fm.elidedText(text, Qt.TextElideMode.ElideRight, width))
+            item.setToolTip(text)
+            item.setData(Qt.ItemDataRole.UserRole, text)
+            self.list.addItem(item)
+        if current is None and not pending:
+            self.title.setText("Queue: idle")
+        else:
+            self.title.setText(f"Queue: {1 if current else 0} running, {len(pending)} waiting")
+        self.cancel_button.setEnabled(current is not None)
+        self.cancel_all_button.setEnabled(current is not None or bool(pending))

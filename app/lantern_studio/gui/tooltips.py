@@ -1,0 +1,43 @@
+"""What each control does, in the words the tooltips use."""
+
+PROMPT = ("What to draw. Ctrl+Enter generates. For text-conditioned models this is free text "
+          "(at most 1000 characters); class-conditioned models take a class name or #id.")
+HISTORY = "Recent prompts: pick one to put it back in the prompt box."
+SEED = "Random seed. The same seed, settings and device give the same image."
+DICE = "Pick a random seed."
+COPY_SEED = "Copy the seed to the clipboard."
+MODEL = ("Which model generates: the bundled model, a model folder you opened, or the tiny demo "
+         "model (random weights: noise, but it shows how decoding works).")
+DRAFTER = ("Who proposes draft tokens for the target model to verify in one forward pass.\n"
+           "• EAGLE: a small learned head on the target's features (best acceptance; only for models that ship one).\n"
+           "• Jacobi: training-free self-drafting from the target's own previous predictions.\n"
+           "• none: plain autoregressive decoding, one target forward per token (the baseline).")
+DRAFT_LENGTH = "How many tokens the drafter proposes per step (1–64). Longer drafts help only when most are accepted."
+K = ("k — LANTERN's neighbour count. A drafted token may also be accepted with the target probability of "
+     "its k nearest codebook neighbours in latent space (nearest first, within the δ or λ budget).\n"
+     "k = 0: exact (lossless) speculative decoding. The slider is logarithmic so both small and large k are reachable; "
+     "type an exact value in the box.")
+DELTA = ("δ — LANTERN's total-variation budget (0–1). A drafted token x̃ is accepted with probability "
+         "min(1, (p(x̃) + m(x̃)) / q(x̃)), where m(x̃) is the target probability of the longest nearest-first "
+         "run of its k neighbours whose total stays ≤ δ.\n\n"
+         "What δ guarantees, exactly:\n"
+         "• Deterministic drafts (greedy decoding, or any drafter picking its draft with q = 1): the step's output "
+         "distribution is within δ of the target's in total variation.\n"
+         "• Sampled drafts (the drafters here sample unless Greedy is on): the bound holds per token — the chance of "
+         "emitting y is at most p(y) + m(y) — but the step's total variation from the target can exceed δ.\n"
+         "k = 0 or δ = 0 is exact (lossless) speculative decoding. The slider is quadratic: fine steps near 0.")
+LAMBDA_MODE = ("LANTERN++: bound the neighbourhood relative to the draft's own probability, m(x̃) ≤ (λ − 1)·p(x̃), "
+               "instead of by the absolute budget δ.")
+LAMBDA = "λ ≥ 1 for LANTERN++. λ = 1 accepts no neighbour mass (exact); larger λ relaxes more."
+TEMPERATURE = "Sampling temperature (> 0). Lower is more conservative, higher more varied. Not used when Greedy is on."
+GREEDY = "Always take the most likely token (deterministic drafts and output). Disables temperature."
+TOP_K = "Sample only among the k most likely tokens (0 = off)."
+TOP_P = "Nucleus sampling: sample among the most likely tokens whose total probability reaches p (1 = off)."
+CFG = ("Classifier-free guidance scale: how strongly the image follows the prompt (1 = no guidance; "
+       "values above 1 cost a second batch row per forward).")
+GENERATE = "Generate an image (Ctrl+Enter). While a job runs, new ones wait in the queue."
+COMPARE = ("Run vanilla decoding (drafter none) and the current settings with the same prompt, seed and sampling, "
+           "then show both images, their times and the measured speed-up.")
+RESET = "Restore the model's default settings."
+OVERLAY = "Colour each token cell by how it was decided: sampled by the target, drafted and accepted exactly, or accepted by LANTERN's relaxation."
+ZOOM = "Image zoom: fit the view, or an integer scale with crisp (nearest-neighbour) pixels."

@@ -1,0 +1,180 @@
+"""The engine worker: a QObject living in its own QThread that owns the pipeline.
+
+The GUI talks to it only through queued signals (see :mod:`.job_queue`); it
+answers with signals carrying private copies (numpy arrays it will never touch
+again). Partial images are decoded here and emitted at most ~30 times a second
+— less when decoding a frame is itself slow, so that painting never costs more
+than about a quarter of the decode time — and the final frame is always sent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal, Slot
+
+from ..engine.checkpoints import CheckpointError
+from ..engine.settings import SettingsError
+from ..engine.text import PromptError
+from .jobs import TINY_DEMO, UNFILLED, Frame, Job, JobResult, ModelInfo
+
+MAX_FPS = 30.0
+
+
+def tiny_demo_folder() -> Path:
+    from ..paths import cache_dir
+
+    return cache_dir() / "models" / TINY_DEMO
+
+
+def resolve_spec(spec: Optional[str]) -> Optional[str]:
+    """TINY_DEMO → its folder (built on first use); anything else unchanged."""
+    if spec != TINY_DEMO:
+        return spec
+    folder = tiny_demo_folder()
+    if not (folder / "model.json").is_file():
+        from ..models.tiny import build_tiny_model_dir
+
+        build_tiny_model_dir(folder, grid=16, layers=4, dim=128)
+    return str(folder)
+
+
+def _limit_threads() -> None:
+    """Leave a core to the GUI thread: torch's intra-op pool otherwise takes them
+    all and, on a busy machine, spin-waits the UI into stutter. Respect explicit
+    OMP_NUM_THREADS / LANTERN_STUDIO_THREADS."""
+    import torch
+
+    want = os.environ.get("LANTERN_STUDIO_THREADS")
+    if want:
+        torch.set_num_threads(max(1, int(want)))
+    elif not os.environ.get("OMP_NUM_THREADS"):
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+
+
+class Worker(QObject):
+    model_loading = Signal(object)  # spec
+    model_ready = Signal(object)  # ModelInfo
+    model_failed = Signal(object, str)  # spec, message
+    job_started = Signal(object)  # Job
+    frame = Signal(object)  # Frame
+    job_finished = Signal(object)  # JobResult
+    job_cancelled = Signal(object)  # Job
+    job_failed = Signal(object, str)  # Job, message
+
+    def __init__(self):
+        super().__init__()
+        self.pipeline = None
+        self.spec: Optional[str] = None
+        self._loaded_spec = object()  # sentinel: nothing loaded
+        self.throttle_s = 0.0  # test / demo hook: sleep this long after each step
+        self.step_hook = None  # test hook: called as hook(job, event) in the worker thread after each step
+        self.max_fps = MAX_FPS
+        self._threads_set = False
+
+    # ------------------------------------------------------------------ model
+    def _ensure(self, spec: Optional[str]):
+        if self.pipeline is not None and self._loaded_spec == spec:
+            return self.pipeline
+        if not self._threads_set:
+            _limit_threads()
+            self._threads_set = True
+        from ..models import load_pipeline
+
+        self.model_loading.emit(spec)
+        pipe = load_pipeline(resolve_spec(spec))
+        self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
+        self.model_ready.emit(self.info())
+        return pipe
+
+    def info(self) -> ModelInfo:
+        p = self.pipeline
+        folder = getattr(p, "folder", None)
+        return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
+                         callable(getattr(p, "score", None)), str(folder) if folder is not None else None)
+
+    @Slot(object)
+    def load_model(self, spec):
+        try:
+            self._ensure(spec)
+        except Exception as e:  # noqa: BLE001 - any failure becomes a banner, never a crash
+            self.pipeline, self._loaded_spec = None, object()
+            if not isinstance(e, (CheckpointError, OSError, ValueError)):
+                traceback.print_exc(file=sys.stderr)
+            self.model_failed.emit(spec, f"{e}")
+
+    # ------------------------------------------------------------------ jobs
+    @Slot(object)
+    def run_job(self, job: Job):
+        self.job_started.emit(job)
+        if job.cancel_requested:
+            self.job_cancelled.emit(job)
+            return
+        try:
+            try:
+                pipe = self._ensure(job.model)
+            except Exception as e:  # noqa: BLE001
+                self.pipeline, self._loaded_spec = None, object()
+                self.model_failed.emit(job.model, f"{e}")
+                raise
+            result = self._decode(pipe, job)
+        except (PromptError, SettingsError, CheckpointError) as e:
+            self.job_failed.emit(job, str(e))
+            return
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            self.job_failed.emit(job, f"{type(e).__name__}: {e}")
+            return
+        if result is None:
+            self.job_cancelled.emit(job)
+        else:
+            self.job_finished.emit(result)
+
+    def _frame(self, pipe, job, tokens, decisions, ev, final) -> tuple:
+        t = time.perf_counter()
+        image = pipe.partial_image(tokens, decisions != UNFILLED)
+        cost = time.perf_counter() - t
+        f = Frame(job.id, np.array(image, dtype=np.uint8, copy=True), decisions.copy(), ev.n_fixed, ev.total,
+                  ev.target_forwards, ev.drafter_forwards, ev.elapsed, final)
+        self.frame.emit(f)
+        return f, cost
+
+    def _decode(self, pipe, job: Job) -> Optional[JobResult]:
+        run, cond = pipe.decoding(job.prompt, job.settings, should_stop=job.cancel_event.is_set)
+        n = pipe.grid * pipe.grid
+        tokens = np.zeros(n, dtype=np.int64)
+        decisions = np.full(n, UNFILLED, dtype=np.uint8)
+        last_emit, cost, ev, last = -1e9, 0.0, None, None
+        for ev in run:
+            tokens[ev.positions] = ev.tokens
+            decisions[ev.positions] = ev.decisions
+            if self.step_hook is not None:
+                self.step_hook(job, ev)
+            if self.throttle_s:
+                time.sleep(self.throttle_s)
+            now = time.perf_counter()
+            interval = max(1.0 / self.max_fps, 3.0 * cost)
+            if ev.done or now - last_emit >= interval:
+                last, cost = self._frame(pipe, job, tokens, decisions, ev, final=ev.done)
+                last_emit = time.perf_counter()
+        if run.cancelled or ev is None or not ev.done:
+            if ev is not None and (last is None or last.n_fixed != ev.n_fixed):
+                self._frame(pipe, job, tokens, decisions, ev, final=True)  # show where it stopped
+            return None
+        score, warning = None, None
+        scorer = getattr(pipe, "score", None)
+        if callable(scorer):
+            try:
+                value = scorer(last.image, job.prompt)  # None: the scorer cannot judge this prompt
+                score = None if value is None else float(value)
+            except Exception as e:  # noqa: BLE001 - a broken recogniser must not lose the image
+                warning = f"quality score unavailable: {type(e).__name__}: {e}"
+        final_tokens = run.tokens.detach().cpu().numpy().astype(np.int64).copy()
+        return JobResult(job, last.image.copy(), final_tokens, np.array(run.decisions, dtype=np.uint8, copy=True),
+                         run.stats.to_dict(), cond.note, pipe.name, score, warning)

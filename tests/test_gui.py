@@ -1,0 +1,302 @@
+"""The studio window, driven for real (pytest-qt, offscreen) on tiny random models."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PIL import Image  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+
+from lantern_studio.export import read_png_record  # noqa: E402
+from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
+
+WAIT = 30000  # ms; generous for a loaded CI machine, never a timing assert
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory):
+    """16×16 tokens, so a vanilla run takes 256 steps: room to cancel mid-run."""
+    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "slow", grid=16, layers=4, dim=128)
+
+
+def open_window(qtbot, folder):
+    from lantern_studio.gui.app import create_main_window
+
+    w = create_main_window(str(folder) if folder is not None else None)
+    qtbot.addWidget(w)
+    w.confirm = lambda title, text: True
+    w.show()
+    if folder is not None:
+        qtbot.waitUntil(lambda: w.model_info is not None, timeout=WAIT)
+    return w
+
+
+def run_job(qtbot, w, prompt="a red heart"):
+    w.controls.set_prompt(prompt)
+    job = w.generate()
+    assert job is not None, w.banner.text()
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
+    return job, w.last_result
+
+
+def test_generate_fills_canvas_and_writes_history(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    frames = []
+    w.engine.frame.connect(frames.append)
+    job, r = run_job(qtbot, w)
+    total = w.model_info.grid ** 2
+    assert w.canvas.progress.maximum() == total and w.canvas.progress.value() == total
+    assert frames[0].n_fixed < total and frames[-1].final and frames[-1].n_fixed == total
+    assert np.array_equal(w.canvas.image, r.image) and r.image.shape == (64, 64, 3)
+    assert not r.stats["cancelled"] and r.stats["tokens"] == total
+    # the history: one row, its PNG complete and carrying the record
+    assert w.store.count() == 1 and w.gallery.model.rowCount() == 1
+    entry = w.store.entries()[0]
+    assert entry.path.is_file() and entry.prompt == "a red heart"
+    assert np.array_equal(np.asarray(Image.open(entry.path).convert("RGB")), r.image)
+    assert read_png_record(entry.path) == w.finished_record
+    assert w.banner.text() == ""
+
+
+def test_sliders_reach_the_engine(qtbot, tiny):
+    from lantern_studio.gui.sliders import STEPS
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.drafter.setCurrentIndex(c.drafter.findData("jacobi"))
+    k, delta = c.k, c.delta
+    # the log slider reaches both ends and small values; the quadratic one has fine steps near 0
+    k.slider.setValue(STEPS)
+    assert c.settings().k == w.model_info.vocab_size - 1
+    assert {k._value(p) for p in range(0, STEPS + 1)} >= {0, 1, 2, 3, 4, 5}
+    assert delta._value(1) < 1e-5 and delta._value(STEPS) == 1.0
+    k.slider.setValue(k.to_pos(5))
+    delta.slider.setValue(300)
+    s = c.settings()
+    assert s.k == 5 and s.delta == pytest.approx(0.09)
+    job, r = run_job(qtbot, w)
+    started = w.started_jobs[-1]
+    assert started.id == job.id and started.settings == s
+    assert r.stats["settings"]["k"] == 5 and r.stats["settings"]["delta"] == pytest.approx(0.09)  # the engine's own record
+
+
+def test_controls_prevent_invalid_combinations(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.greedy.setChecked(True)
+    assert not c.temperature.isEnabled()
+    c.greedy.setChecked(False)
+    assert c.temperature.isEnabled()
+    c.drafter.setCurrentIndex(c.drafter.findData("jacobi"))
+    assert not c.lam.isEnabled() and c.delta.isEnabled()
+    c.lam_mode.setChecked(True)
+    assert c.lam.isEnabled() and not c.delta.isEnabled() and c.settings().lam == c.lam.value()
+    c.drafter.setCurrentIndex(c.drafter.findData("none"))
+    assert not c.k.isEnabled() and not c.delta.isEnabled() and not c.lam.isEnabled()
+    assert "within δ" in c.delta.toolTip() and "can exceed δ" in c.delta.toolTip()
+    # bad input: a banner naming the field, never a job or a crash
+    c.set_prompt("   ")
+    assert w.generate() is None and "prompt" in w.banner.text()
+    c.set_prompt("ok")
+    c.settings = lambda: w.model_info.defaults.with_(k=10_000)
+    assert w.generate() is None and w.banner.text().startswith("k:")
+    assert w.started_jobs == [] and not w.engine.busy
+
+
+def test_cancel_stops_within_a_few_steps(qtbot, slow):
+    w = open_window(qtbot, slow)
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("none"))  # 256 steps, one token each
+    steps = []  # (tokens fixed, cancel already requested?) per step, recorded in the worker thread
+
+    def hook(job, ev):
+        steps.append((ev.n_fixed, job.cancel_requested))
+        time.sleep(0.01)
+
+    w.engine.worker.step_hook = hook
+    seen, cancelled = [], []
+    w.engine.frame.connect(lambda f: seen.append(f.n_fixed))
+    w.engine.job_cancelled.connect(cancelled.append)
+    w.controls.set_prompt("a slow one")
+    w.activateWindow()
+    w.controls.prompt.setFocus()
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # generate
+    assert w.engine.current is not None, "Ctrl+Enter did not generate"
+    job = w.engine.current
+    assert w.controls.prompt_text() == "a slow one"  # no newline typed into the prompt
+    qtbot.waitUntil(lambda: bool(seen) and seen[-1] >= 10, timeout=WAIT)
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)  # cancel
+    qtbot.waitUntil(lambda: bool(cancelled), timeout=WAIT)
+    assert cancelled[0].id == job.id
+    after = [n for n, flagged in steps if flagged]
+    assert len(after) <= 1  # the loop checks the flag before every step
+    total = w.model_info.grid ** 2
+    assert steps[-1][0] < total and seen[-1] == steps[-1][0]  # the last frame shows where it stopped
+    assert "cancelled" in w.canvas.progress.format()
+    assert w.store.count() == 0 and list(w.store.images.iterdir()) == []  # no row, no half a file
+    assert w.last_result is None and not w.engine.busy
+    # closing the window mid-run stops the worker promptly and writes nothing
+    seen.clear()
+    w.generate()
+    qtbot.waitUntil(lambda: bool(seen) and seen[-1] >= 5, timeout=WAIT)
+    images = w.store.images
+    w.close()
+    assert w.engine.thread.isFinished()
+    assert list(images.iterdir()) == []
+
+
+def test_queued_jobs_run_in_order(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    w.controls.set_prompt("first")
+    j1 = w.generate()
+    w.controls.set_prompt("second")
+    j2 = w.generate()
+    w.controls.set_prompt("third")
+    j3 = w.generate()
+    # visible places, before the GUI has processed anything from the worker
+    assert w.engine.position(j1) == 0 and w.engine.position(j2) == 1 and w.engine.position(j3) == 2
+    rows = [w.queue_view.list.item(i).toolTip() for i in range(w.queue_view.list.count())]
+    assert rows[0].startswith("▶") and "1st in line" in rows[1] and "2nd in line" in rows[2]
+    w.engine.cancel_job(j3.id)
+    assert w.engine.position(j3) is None
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == j2.id and not w.engine.busy,
+                    timeout=WAIT)
+    assert [j.id for j in w.started_jobs] == [j1.id, j2.id]
+    assert [e.prompt for e in w.store.entries()] == ["second", "first"]
+    assert w.queue_view.title.text() == "Queue: idle"
+
+
+def test_compare_and_chart(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    w.controls.set_prompt("compare me")
+    vanilla, current = w.compare()
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == current.id, timeout=WAIT)
+    assert vanilla.settings.drafter == "none" and current.settings.drafter != "none"
+    assert vanilla.settings.with_(drafter=current.settings.drafter) == current.settings  # same seed, sampling
+    assert w.stats.last_speedup is not None and "Speed-up" in w.stats.speedup_label.text()
+    pts = w.chart.points
+    assert len(pts) == 2 and pts[0].x == pytest.approx(1.0) and pts[1].baseline
+    assert "speed-up" in w.chart.plot.getAxis("bottom").labelText
+
+
+def test_export_metadata_reads_back(qtbot, tiny, tmp_path):
+    w = open_window(qtbot, tiny)
+    run_job(qtbot, w, "export me")
+    w.export_bar.set_choice(2, "nearest")
+    target = tmp_path / "out.png"
+    w.ask_save_path = lambda suggested: str(target)
+    w.save_action.trigger()  # Ctrl+S through the real action; the (stubbed) dialog returns the path
+    assert target.is_file()
+    assert read_png_record(target) == w.finished_record == read_png_record(w.store.entries()[0].path)
+    with Image.open(target) as img:
+        assert img.size == (128, 128) and img.text["parameters"].startswith("export me\n")
+    # an existing file is replaced only when the user agrees
+    before = target.read_bytes()
+    w.confirm = lambda title, text: False
+    w.export_bar.set_choice(1, "nearest")
+    assert w.save_as(str(target)) is None and target.read_bytes() == before
+    w.confirm = lambda title, text: True
+    assert w.save_as(str(target)) == target and Image.open(target).size == (64, 64)
+    assert w.copy_image()
+    # dragging the picture out offers image data and a PNG file carrying the same record
+    mime = w.canvas.view.mime_data()
+    assert mime.hasImage() and len(mime.urls()) == 1
+    assert read_png_record(mime.urls()[0].toLocalFile()) == w.finished_record
+
+
+def test_restart_restores_settings_and_history(qtbot, tiny):
+    from lantern_studio.gui.app import create_main_window
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.seed.setValue(1234)
+    c.k.setValue(7)
+    c.delta.setValue(0.2)
+    c.greedy.setChecked(True)
+    w.canvas.set_zoom(4)
+    job, r = run_job(qtbot, w, "remember me")
+    saved = c.settings()
+    w.close()
+
+    w2 = create_main_window(str(tiny))
+    qtbot.addWidget(w2)
+    w2.confirm = lambda title, text: True
+    qtbot.waitUntil(lambda: w2.model_info is not None, timeout=WAIT)
+    assert w2.controls.settings() == saved
+    assert w2.controls.prompt_text() == "remember me" and w2.controls.prompt_history() == ["remember me"]
+    assert w2.canvas.zoom.currentData() == 4
+    assert w2.gallery.model.rowCount() == 1
+    # clicking a thumbnail restores its prompt and settings
+    w2.controls.set_prompt("something else")
+    w2.controls.set_settings(saved.with_(seed=1, k=0))
+    w2.gallery.view.clicked.emit(w2.gallery.model.index(0, 0))
+    assert w2.controls.prompt_text() == "remember me" and w2.controls.settings() == saved
+    assert np.array_equal(w2.canvas.image, r.image)
+    # delete asks first, then removes the row and the file
+    entry = w2.store.entries()[0]
+    w2.gallery.view.setCurrentIndex(w2.gallery.model.index(0, 0))
+    w2.confirm = lambda title, text: False
+    assert not w2.gallery.delete_selected() and w2.store.count() == 1
+    w2.confirm = lambda title, text: True
+    assert w2.gallery.delete_selected() and w2.store.count() == 0 and not entry.path.exists()
+
+
+def test_worker_exception_becomes_banner(qtbot, tiny, monkeypatch):
+    w = open_window(qtbot, tiny)
+    run_job(qtbot, w, "warm up")
+    pipe = w.engine.worker.pipeline
+
+    def boom(*a, **k):
+        raise RuntimeError("boom in the engine")
+
+    monkeypatch.setattr(pipe, "decoding", boom)
+    w.controls.set_prompt("this fails")
+    failed = []
+    w.engine.job_failed.connect(lambda job, msg: failed.append(msg))
+    w.generate()
+    qtbot.waitUntil(lambda: bool(failed), timeout=WAIT)
+    assert "boom in the engine" in w.banner.text() and "RuntimeError" in w.banner.text()
+    assert w.store.count() == 1  # the failure wrote nothing
+    monkeypatch.undo()
+    w.banner.close_button.click()
+    assert w.banner.text() == ""
+    run_job(qtbot, w, "alive again")
+    assert w.store.count() == 2
+
+
+def test_missing_bundled_model_shows_banner(qtbot, monkeypatch, tmp_path):
+    import lantern_studio.models as models
+
+    monkeypatch.setattr(models, "bundled_dir", lambda: tmp_path / "no-such-model")
+    w = open_window(qtbot, None)
+    qtbot.waitUntil(lambda: "could not be loaded" in w.banner.text(), timeout=WAIT)
+    assert "bundled model" in w.banner.text() and w.model_info is None
+    assert not w.isHidden()
+    w.choose_model("tiny-demo")  # what the banner's "Use tiny demo model" button does
+    qtbot.waitUntil(lambda: w.model_info is not None, timeout=WAIT)
+    assert w.banner.text() == "" and w.model_info.grid == 16
+
+
+def test_quality_score_reaches_record_and_chart(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    pipe = w.engine.worker.pipeline
+    pipe.score = lambda image, prompt: 0.75 if "heart" in prompt else None  # a recogniser stand-in
+    w.chart.set_quality_available(True)  # what ModelInfo.has_score does for a model with a recogniser
+    job, r = run_job(qtbot, w, "a red heart")
+    assert r.score == 0.75 and w.finished_record["score"] == 0.75
+    assert read_png_record(w.store.entries()[0].path)["score"] == 0.75
+    assert "fidelity" in w.chart.plot.getAxis("left").labelText
+    assert w.chart.scatter.data["y"][0] == pytest.approx(0.75)
+    job, r = run_job(qtbot, w, "a green frog")  # the scorer cannot judge this prompt: no score, no banner
+    assert r.score is None and r.warning is None and w.banner.text() == ""
+    assert len(w.chart.scatter.data) == 1 and w.chart.hidden == 1
