@@ -74,6 +74,9 @@ def cmd_generate(args) -> int:
     if out.exists() and not args.overwrite:
         print(f"error: --out {out} already exists (pass --overwrite to replace it)", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from .threads import configure_decode_threads
+
+    configure_decode_threads()
     try:
         pipe = load_pipeline(args.model, device=pick_device(args.device))
         settings = settings_from_args(pipe.defaults, args).validate(pipe.vocab_size)

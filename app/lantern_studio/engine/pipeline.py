@@ -95,6 +95,15 @@ class ImagePipeline:
     def device(self):
         return next(self.gpt.parameters()).device
 
+    def warm_up(self) -> None:
+        """Load what the first generation would otherwise load silently: the text
+        encoder (through one conditioning call) and the neighbour table."""
+        try:
+            self.conditioner("warm up")
+        except Exception:  # a class-conditional model may not know the words
+            pass
+        _ = self.table
+
     # ---------------------------------------------------------------- decoding
     def make_drafter(self, settings: GenerationSettings) -> Optional[Drafter]:
         if settings.drafter == "none":

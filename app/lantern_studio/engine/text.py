@@ -109,6 +109,17 @@ class HashEncoder:
     def __init__(self, dim: int = 32):
         self.dim = dim
 
+    def token_embeddings_batch(self, texts: Sequence[str], max_tokens: int):
+        """→ (embeddings (B, T, dim), mask (B, T) bool), right-padded (as MiniLMEncoder)."""
+        rows = [self.token_embeddings(t, max_tokens) for t in texts]
+        t = max(r.shape[0] for r in rows)
+        emb = torch.zeros(len(rows), t, self.dim)
+        mask = torch.zeros(len(rows), t, dtype=torch.bool)
+        for i, r in enumerate(rows):
+            emb[i, : r.shape[0]] = r
+            mask[i, : r.shape[0]] = True
+        return emb, mask
+
     def pooled(self, texts: Sequence[str]) -> torch.Tensor:
         rows = [self.token_embeddings(t, 64).mean(0) for t in texts]
         return torch.nn.functional.normalize(torch.stack(rows), dim=-1)
@@ -174,6 +185,22 @@ class MiniLMEncoder:
         m = mask[..., None].float()
         v = (emb * m).sum(1) / m.sum(1).clamp(min=1)
         return torch.nn.functional.normalize(v, dim=-1)
+
+
+def make_text_encoder(spec: str):
+    """"minilm" → MiniLMEncoder; "hash:N" → HashEncoder(N) (tests, tiny models)."""
+    if spec == "minilm":
+        return MiniLMEncoder()
+    if spec.startswith("hash:"):
+        return HashEncoder(int(spec.split(":", 1)[1]))
+    raise ValueError(f"text encoder: 'minilm' or 'hash:N', got {spec!r}")
+
+
+def encoder_spec(spec: str) -> dict:
+    """The model.json conditioning fields for an encoder spec."""
+    if spec == "minilm":
+        return {"encoder": "minilm", "dim": MiniLMEncoder.dim}
+    return {"encoder": "hash", "dim": int(spec.split(":", 1)[1])}
 
 
 def left_pad(emb: torch.Tensor, length: int):

@@ -46,16 +46,9 @@ def resolve_spec(spec: Optional[str]) -> Optional[str]:
 
 
 def _limit_threads() -> None:
-    """Leave a core to the GUI thread: torch's intra-op pool otherwise takes them
-    all and, on a busy machine, spin-waits the UI into stutter. Respect explicit
-    OMP_NUM_THREADS / LANTERN_STUDIO_THREADS."""
-    import torch
+    from ..threads import configure_decode_threads
 
-    want = os.environ.get("LANTERN_STUDIO_THREADS")
-    if want:
-        torch.set_num_threads(max(1, int(want)))
-    elif not os.environ.get("OMP_NUM_THREADS"):
-        torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+    configure_decode_threads()
 
 
 class Worker(QObject):

@@ -91,6 +91,10 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
         from ..engine.text import MiniLMEncoder
 
         encoder = MiniLMEncoder()
+    elif isinstance(encoder, str):
+        from ..engine.text import make_text_encoder
+
+        encoder = make_text_encoder(encoder)
     vq = load_vq(vq_path)
     t0 = time.time()
     codes = []
@@ -155,7 +159,7 @@ def train(args) -> dict:
     run.mkdir(parents=True, exist_ok=True)
     log = RunLog(run)
     torch.set_num_threads(args.threads)
-    prep = prepare(Path(args.data), Path(args.vq), run, length=args.length, log=log) if args.prepared is None else args.prepared
+    prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log) if args.prepared is None else args.prepared
     train_idx = torch.nonzero(prep["train"]).flatten()
     held_idx = torch.nonzero(~prep["train"]).flatten()
     margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim, args.layers, args.heads)
@@ -198,7 +202,8 @@ def train(args) -> dict:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
-        ema = float(loss) if ema is None else 0.95 * ema + 0.05 * float(loss)
+        lv = float(loss.detach())
+        ema = lv if ema is None else 0.95 * ema + 0.05 * lv
         if step % args.log_every == 0:
             dt = (time.time() - t_last) / args.log_every
             t_last = time.time()
@@ -237,6 +242,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--length", type=int, default=24, help="caption tokens in the prefix")
+    p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with bf16 units)")

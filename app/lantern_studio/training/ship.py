@@ -95,7 +95,7 @@ def sample_grid(pipe, prompts, seeds, settings, path: Path) -> float:
 
 
 def ship(args) -> dict:
-    from ..engine.text import MiniLMEncoder
+    from ..engine.text import encoder_spec, make_text_encoder
     from .data import load_dataset
 
     out = Path(args.out)
@@ -104,7 +104,7 @@ def ship(args) -> dict:
     vq = load_vq(args.vq)
     eagle = load_eagle(args.eagle, gpt.config) if args.eagle and Path(args.eagle).exists() else None
     images, meta, manifest = load_dataset(args.data)
-    encoder = MiniLMEncoder()
+    encoder = make_text_encoder(args.encoder)
     snap = snap_files(out, meta, encoder)
     held = heldout_prompts(meta)
     (out / "heldout_prompts.json").write_text(json.dumps(held, ensure_ascii=False, indent=1))
@@ -113,7 +113,7 @@ def ship(args) -> dict:
         sd, cfg = load_weights(args.recogniser, "recogniser")
         save_weights(sd, out / "recogniser.safetensors", cfg, "recogniser")
         extra_files.append("recogniser.safetensors")
-    conditioning = {"kind": "caption", "encoder": "minilm", "length": gpt.cls_token_num, "dim": 384, "snap": snap}
+    conditioning = {"kind": "caption", "length": gpt.cls_token_num, "snap": snap, **encoder_spec(args.encoder)}
     defaults = DEFAULTS if eagle is not None else DEFAULTS.with_(drafter="jacobi")
     man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, BUNDLED_NAME, eagle=eagle,
                          extra={"extra_files": extra_files, "recogniser": "recogniser.safetensors" if "recogniser.safetensors" in extra_files else None})
@@ -128,6 +128,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpt", default=str(r / "ar" / "gpt.safetensors"))
     p.add_argument("--eagle", default=str(r / "drafter" / "eagle.safetensors"))
     p.add_argument("--recogniser", default=str(r / "recogniser" / "recogniser.safetensors"))
+    p.add_argument("--encoder", default="minilm", help="text encoder the AR model was trained with")
 
 
 def run(args) -> int:

@@ -1,0 +1,297 @@
+"""A learned drafter for any model, from the model itself (self-distillation).
+
+No dataset is needed: the target generates its own sequences with vanilla
+decoding (random classes for class-conditional models, a prompt list for
+text-conditional ones) at its default sampling settings, and an EAGLE head is
+trained on the target's features along those sequences with the same losses as
+the bundled model's drafter (:func:`training.drafter.drafter_losses`: smooth-L1
+on the next feature + KL to the target's guided next-token distribution). This
+is how LANTERN trains its drafters too ("self-distilled data").
+
+``train_drafter_for_model("llamagen-c2i-b-256", steps=2000)`` writes
+``eagle.safetensors`` where the catalogue finds it (see
+``models.catalogue.drafter_path``), so the model then offers the "eagle" drafter.
+It runs on the CPU for tiny models (slowly for real ones; use a GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import torch
+
+DEFAULT_PROMPTS = (
+    "a photo of a cat sitting on a windowsill", "a red sports car on a mountain road",
+    "a bowl of fresh fruit on a wooden table", "a lighthouse on a rocky coast at sunset",
+    "an astronaut riding a horse in the forest", "a cozy cabin in the snowy woods",
+    "a portrait of an old man with a white beard", "a city skyline at night with lights",
+    "a plate of sushi on a black table", "a golden retriever playing in the grass",
+    "a watercolor painting of a field of flowers", "a steaming cup of coffee next to a book",
+    "a sailing boat on a calm blue sea", "a close-up photo of a butterfly on a leaf",
+    "a medieval castle on a hill under a cloudy sky", "a bicycle leaning against a brick wall",
+)
+
+ProgressFn = Callable[[str, int, int], None]  # (phase "sampling" | "training", done, total)
+
+
+def _resolve(name_or_pipeline, device):
+    from ..models import catalogue
+
+    if not isinstance(name_or_pipeline, str):
+        pipe = name_or_pipeline
+        entry = getattr(pipe, "entry", None)
+        return pipe, (entry.name if entry is not None else None)
+    if name_or_pipeline in catalogue.CATALOGUE:
+        return catalogue.load_pipeline(name_or_pipeline, device=device, drafter=False), name_or_pipeline
+    from ..models import load_pipeline
+
+    return load_pipeline(name_or_pipeline, device=device), None
+
+
+@torch.no_grad()
+def sample_sequences(pipe, n: int, seed: int = 0, prompts: Optional[Sequence[str]] = None, settings=None,
+                     progress: Optional[ProgressFn] = None, should_stop=None) -> dict:
+    """Generate ``n`` token sequences with the target itself (vanilla decoding).
+
+    → {"tokens": (n, T) long, "cond": (n,) long or (n, P, D) float, "mask": None or (n, P) bool,
+       "prompts": [...]} on the CPU.
+    """
+    from ..engine.decode import generate_tokens
+
+    gpt = pipe.gpt
+    base = settings or pipe.defaults
+    base = base.with_(drafter="none", k=0, delta=0.0, lam=None)
+    g = torch.Generator().manual_seed(seed)
+    c2i = gpt.model_type == "c2i"
+    if not c2i:
+        prompts = list(prompts or DEFAULT_PROMPTS)
+    names = getattr(pipe.conditioner, "names", None)
+    n_classes = len(names) if names is not None else gpt.config.num_classes
+    toks, conds, masks, used = [], [], [], []
+    cache = {}
+    dev = pipe.device
+    dtype = next(gpt.parameters()).dtype
+    for i in range(n):
+        if should_stop is not None and should_stop():
+            break
+        if c2i:
+            prompt = f"#{int(torch.randint(0, n_classes, (1,), generator=g))}"
+        else:
+            prompt = prompts[i % len(prompts)]
+        if prompt not in cache:
+            cache[prompt] = pipe.conditioner(prompt)
+        c = cache[prompt]
+        cond = c.cond.to(dev)
+        if cond.is_floating_point():
+            cond = cond.to(dtype)
+        mask = c.mask.to(dev) if c.mask is not None else None
+        s = base.with_(seed=int(torch.randint(0, 2**31 - 1, (1,), generator=g)))
+        tokens, _, _ = generate_tokens(gpt, cond, s, mask)
+        toks.append(tokens.cpu())
+        conds.append(c.cond.cpu())
+        masks.append(c.mask.cpu() if c.mask is not None else None)
+        used.append(prompt)
+        if progress is not None:
+            progress("sampling", i + 1, n)
+    if not toks:
+        raise RuntimeError("self-distillation: stopped before any sequence was generated")
+    out = {"tokens": torch.stack(toks), "cond": torch.cat(conds), "prompts": used,
+           "mask": torch.cat(masks) if masks[0] is not None else None}
+    return out
+
+
+def _batch(data: dict, idx: torch.Tensor, device):
+    tok = data["tokens"][idx].to(device)
+    emb = data["cond"][idx].to(device)
+    if data["mask"] is None:
+        # class-conditional: drafter_losses concatenates masks for the CFG batch; an all-valid
+        # one-slot prefix mask gives the same attention as no mask at all.
+        mask = torch.ones(len(idx), 1, dtype=torch.bool, device=device)
+    else:
+        mask = data["mask"][idx].to(device)
+    return tok, emb, mask
+
+
+def _losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, gen, _local: bool = False):
+    """training.drafter.drafter_losses, usable on any device.
+
+    drafter_losses draws its input noise with ``torch.rand(shape, generator=gen)`` — a CPU tensor —
+    so on CUDA/MPS it can't be added to the features. There, the same computation runs here with the
+    noise drawn on the CPU generator and moved to the device (identical on the CPU).
+    """
+    from .drafter import drafter_losses
+
+    if not _local and (tok.device.type == "cpu" or noise <= 0):
+        return drafter_losses(gpt, head, tok, emb, mask, cfg_scale, noise, gen)
+    import torch.nn.functional as F
+
+    from ..engine.sampling import guided_logits
+
+    cond = torch.cat([emb, gpt.null_condition(emb)])
+    cmask = torch.cat([mask, mask])
+    idx = torch.cat([tok, tok])
+    with torch.no_grad():
+        logits_t, feats = gpt.teacher_forced_logits(idx[:, :-1], cond, cmask, return_features=True)
+    inp, target_f = feats[:, :-1], feats[:, 1:]
+    inp = inp + ((torch.rand(inp.shape, generator=gen) - 0.5) * 2 * noise).to(inp.device, inp.dtype)
+    s = inp.shape[1]
+    p0 = gpt.cls_token_num
+    pred = head(inp, gpt.tok_embeddings(idx[:, :s]), gpt.rope[p0 : p0 + s])
+    loss_f = F.smooth_l1_loss(pred, target_f)
+    dg = guided_logits(gpt.output(pred).float(), cfg_scale)
+    tg = guided_logits(logits_t[:, 1:], cfg_scale)
+    loss_p = F.kl_div(dg.log_softmax(-1), tg.log_softmax(-1), log_target=True, reduction="batchmean") / s
+    agree = (dg.argmax(-1) == tg.argmax(-1)).float().mean()
+    return loss_f, loss_p, agree
+
+
+def train_drafter_for_model(
+    name_or_pipeline,
+    steps: int = 1000,
+    *,
+    sequences: int = 256,
+    prompts: Optional[Sequence[str]] = None,
+    batch: int = 8,
+    lr: float = 2e-3,
+    warmup: int = 20,
+    cfg_scale: Optional[float] = None,
+    noise: float = 0.1,
+    p_weight: float = 0.1,
+    seed: int = 0,
+    out: Optional[Path] = None,
+    device: Optional[str] = None,
+    init_from_last_layer: bool = True,
+    progress: Optional[ProgressFn] = None,
+    should_stop: Optional[Callable[[], bool]] = None,
+) -> dict:
+    """Self-distil an EAGLE drafter for a model; returns a summary with ``path``.
+
+    ``name_or_pipeline``: a catalogue name (its files must be downloaded), any model spec
+    ``models.load_pipeline`` takes, or an ImagePipeline. The head is saved to ``out`` (default:
+    the catalogue's drafter path for catalogue models) and attached to the pipeline
+    (``pipe.eagle``), so ``drafter="eagle"`` works right away.
+    """
+    from ..engine.checkpoints import save_weights
+    from ..engine.drafters import EagleHead
+    from ..models.catalogue import _cast, drafter_path
+    from .common import cosine_lr
+    pipe, name = _resolve(name_or_pipeline, device)
+    if out is None:
+        if name is None:
+            raise ValueError("out: give a path for the drafter (the model is not a catalogue entry)")
+        out = drafter_path(name)
+    out = Path(out)
+    gpt = pipe.gpt.eval()
+    cfg = pipe.defaults.cfg_scale if cfg_scale is None else cfg_scale
+    t0 = time.perf_counter()
+
+    data = sample_sequences(pipe, sequences, seed=seed, prompts=prompts, progress=progress, should_stop=should_stop)
+    n = data["tokens"].shape[0]
+    n_held = max(1, n // 10) if n > 1 else 0
+    train_idx = torch.arange(n - n_held) if n_held else torch.arange(n)
+    held_idx = torch.arange(n - n_held, n) if n_held else torch.arange(n)
+
+    orig_dtype = next(gpt.parameters()).dtype
+    flags = [p.requires_grad for p in gpt.parameters()]
+    for p in gpt.parameters():
+        p.requires_grad_(False)
+    _cast(gpt, torch.float32)  # train in float32 (the head reads the target's features)
+    dev = next(gpt.parameters()).device
+    torch.manual_seed(seed)
+    head = EagleHead(gpt.config).to(dev)
+    if init_from_last_layer and len(gpt.layers):
+        head.layer.load_state_dict(gpt.layers[-1].state_dict())
+    head.train()
+    opt = torch.optim.AdamW(head.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+    gen = torch.Generator().manual_seed(seed + 1)
+    history = []
+    step = 0
+    try:
+        while step < steps:
+            if should_stop is not None and should_stop():
+                break
+            for gp in opt.param_groups:
+                gp["lr"] = cosine_lr(step, steps, lr, min(warmup, max(1, steps // 10)))
+            idx = train_idx[torch.randint(0, len(train_idx), (min(batch, len(train_idx)),), generator=gen)]
+            tok, emb, mask = _batch(data, idx, dev)
+            lf, lp, ag = _losses(gpt, head, tok, emb, mask, cfg, noise, gen)
+            loss = lf + p_weight * lp
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+            opt.step()
+            step += 1
+            if step % max(1, steps // 20) == 0 or step == steps:
+                history.append({"step": step, "feature_loss": float(lf.detach()), "kl": float(lp.detach()),
+                                "top1": float(ag)})
+            if progress is not None:
+                progress("training", step, steps)
+        head.eval()
+        with torch.no_grad():
+            tok, emb, mask = _batch(data, held_idx, dev)
+            lf, lp, ag = _losses(gpt, head, tok, emb, mask, cfg, 0.0, None)
+    finally:
+        _cast(gpt, orig_dtype)
+        for p, f in zip(gpt.parameters(), flags):
+            p.requires_grad_(f)
+    head = head.to(orig_dtype).eval() if orig_dtype != torch.float32 else head.eval()
+    save_weights(head, out, gpt.config.to_dict(), "eagle")
+    summary = {
+        "path": str(out), "model": name or getattr(pipe, "name", "model"), "steps": step, "sequences": n,
+        "heldout_sequences": int(len(held_idx)), "cfg_scale": cfg, "seed": seed,
+        "heldout_top1_agreement": float(ag), "heldout_kl": float(lp), "heldout_feature_loss": float(lf),
+        "seconds": time.perf_counter() - t0, "history": history,
+    }
+    if not math.isfinite(summary["heldout_kl"]):
+        summary["heldout_kl"] = None
+    out.with_name("self_distill.json").write_text(json.dumps(summary, indent=2))
+    pipe.eagle = head
+    return summary
+
+
+# --------------------------------------------------------------------------- CLI glue
+
+
+def add_arguments(p) -> None:
+    p.add_argument("name", help="catalogue name (downloaded) or model folder")
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--sequences", type=int, default=256, help="sequences the target generates for training")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--prompts", default=None, help="text file, one prompt per line (text-conditional models)")
+    p.add_argument("--out", default=None, help="where to write eagle.safetensors (default: the model's drafter path)")
+    p.add_argument("--device", default=None)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def run(args) -> int:
+    import sys
+
+    from tqdm import tqdm
+
+    from ..devices import pick_device
+
+    prompts = None
+    if args.prompts:
+        prompts = [ln.strip() for ln in Path(args.prompts).read_text().splitlines() if ln.strip()]
+    bars = {}
+
+    def progress(phase, done, total):
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = tqdm(total=total, desc=phase, unit="seq" if phase == "sampling" else "step",
+                                     file=sys.stderr)
+        bar.update(done - bar.n)
+
+    summary = train_drafter_for_model(args.name, args.steps, sequences=args.sequences, batch=args.batch, lr=args.lr,
+                                      prompts=prompts, out=Path(args.out) if args.out else None,
+                                      device=pick_device(args.device), seed=args.seed, progress=progress)
+    for bar in bars.values():
+        bar.close()
+    print(f"wrote {summary['path']}: held-out top-1 agreement {summary['heldout_top1_agreement']:.3f} "
+          f"after {summary['steps']} steps on {summary['sequences']} self-generated sequences")
+    return 0
