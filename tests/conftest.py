@@ -10,6 +10,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models decode fastest on one thread, and a busy 2-core machine
+    makes torch's spinning thread pool 10-250x slower; tests pin one thread."""
+    import torch
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
+
+
+@pytest.fixture(autouse=True)
 def _isolated_dirs(tmp_path_factory, monkeypatch):
     """Every test gets its own cache and data folders: nothing touches the user's."""
     root = tmp_path_factory.mktemp("home")

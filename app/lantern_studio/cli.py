@@ -49,21 +49,10 @@ def settings_from_args(defaults, args):
     return defaults.with_(**changes)
 
 
-def pick_device(requested=None) -> str:
-    import torch
-
-    if requested:
-        return requested
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
 def cmd_generate(args) -> int:
     from tqdm import tqdm
 
+    from .devices import DeviceError
     from .engine.checkpoints import CheckpointError
     from .engine.settings import SettingsError
     from .engine.text import PromptError
@@ -78,6 +67,8 @@ def cmd_generate(args) -> int:
 
     configure_decode_threads()
     try:
+        from .devices import pick_device
+
         pipe = load_pipeline(args.model, device=pick_device(args.device))
         settings = settings_from_args(pipe.defaults, args).validate(pipe.vocab_size)
         bar = tqdm(total=pipe.gpt.block_size, unit="tok", desc="decoding", file=sys.stderr, disable=args.quiet)
@@ -88,7 +79,7 @@ def cmd_generate(args) -> int:
         t0 = time.perf_counter()
         result = pipe.generate(args.prompt, settings, on_event=on_event)
         bar.close()
-    except (SettingsError, PromptError, CheckpointError) as e:
+    except (SettingsError, PromptError, CheckpointError, DeviceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     stats = result.stats.to_dict()

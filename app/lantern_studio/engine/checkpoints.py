@@ -76,6 +76,7 @@ def load_llamagen_gpt(path, **model_args) -> Transformer:
         model_args = {**GPT_PRESETS[preset], **model_args}
     args = ModelArgs.from_dict(model_args)
     sd = read_torch_state_dict(path)
+    sd.pop("freqs_cis", None)  # some official checkpoints carry the rotary table; it is recomputed
     model = Transformer(args)
     load_state_strict(model, {k: v.float() for k, v in sd.items()}, path)
     return model.eval()

@@ -83,7 +83,8 @@ class ClassConditioner:
     def suggestions(self, text: str, n: int = 10) -> list:
         key = text.strip().lower()
         starts = [k for k in self._index if key and key in k]
-        return (starts + difflib.get_close_matches(key, list(self._index), n=n, cutoff=0.4))[:n]
+        close = difflib.get_close_matches(key, list(self._index), n=n, cutoff=0.4)
+        return list(dict.fromkeys(starts + close))[:n]
 
     def __call__(self, prompt: str) -> Conditioning:
         i = self.match(prompt)

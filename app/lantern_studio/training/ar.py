@@ -29,7 +29,7 @@ from ..engine.text import left_pad
 from ..paths import data_dir, runs_dir
 from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
 
-SHIFTS = [(0, 0), (2, 0), (-2, 0), (0, 2), (0, -2), (3, 3), (-3, -3)]
+SHIFTS = [(0, 0), (2, 2), (-2, -2)]
 STYLE_SUFFIXES = (", google style", ", twitter style")
 
 

@@ -32,7 +32,7 @@ def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, ge
     """→ (feature loss, distribution loss, top-1 agreement) for one batch."""
     b = tok.shape[0]
     cond = torch.cat([emb, gpt.null_condition(emb)])
-    cmask = torch.cat([mask, mask])
+    cmask = None if mask is None else torch.cat([mask, mask])
     idx = torch.cat([tok, tok])
     with torch.no_grad():
         logits_t, feats = gpt.teacher_forced_logits(idx[:, :-1], cond, cmask, return_features=True)
@@ -40,7 +40,7 @@ def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, ge
     inp = feats[:, :-1]  # f_{-1} .. f_{T-2}
     target_f = feats[:, 1:]  # f_0 .. f_{T-1}
     if noise > 0:
-        inp = inp + (torch.rand(inp.shape, generator=gen) - 0.5) * 2 * noise
+        inp = inp + ((torch.rand(inp.shape, generator=gen) - 0.5) * 2 * noise).to(inp.device, inp.dtype)
     s = inp.shape[1]
     p0 = gpt.cls_token_num
     rope = gpt.rope[p0 : p0 + s]

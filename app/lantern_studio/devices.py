@@ -1,0 +1,171 @@
+"""Which device to run on, how much memory a model needs, and what to say when it runs out.
+
+All estimates are rough (±30%): weights (parameters × bytes per value), the KV
+cache of one CFG-batched generation, the largest transient activations
+(logits over the vocabulary, the VQ decoder at full resolution) and, for
+text-conditional models, the FLAN-T5 encoder. They are for choosing a model
+and a device before loading it, not for guarantees.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+_DTYPE_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8}
+
+
+class DeviceError(ValueError):
+    field = "device"
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def pick_device(override: Optional[str] = None) -> str:
+    """``override`` if given (checked: "cpu", "cuda", "cuda:N", "mps"), else CUDA > MPS > CPU."""
+    if override:
+        dev = str(override).strip().lower()
+        if dev == "auto":
+            return pick_device(None)
+        if dev == "cpu":
+            return "cpu"
+        if dev == "cuda" or dev.startswith("cuda:"):
+            if not torch.cuda.is_available():
+                raise DeviceError(f"device: {override!r} requested but CUDA is not available here; use cpu"
+                                  + (" or mps" if _mps_available() else ""))
+            if ":" in dev:
+                try:
+                    idx = int(dev.split(":", 1)[1])
+                except ValueError:
+                    raise DeviceError(f"device: {override!r} is not a device name (cuda:N)") from None
+                if not 0 <= idx < torch.cuda.device_count():
+                    raise DeviceError(f"device: {override!r}: there are {torch.cuda.device_count()} CUDA device(s)")
+            return dev
+        if dev == "mps":
+            if not _mps_available():
+                raise DeviceError("device: 'mps' requested but Apple's MPS backend is not available here; use cpu")
+            return "mps"
+        raise DeviceError(f"device: must be one of auto, cpu, cuda, cuda:N, mps; got {override!r}")
+    if torch.cuda.is_available():
+        return "cuda"
+    if _mps_available():
+        return "mps"
+    return "cpu"
+
+
+def dtype_bytes(dtype) -> int:
+    if isinstance(dtype, str):
+        dtype = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16, "float16": torch.float16,
+                 "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}[dtype.lower()]
+    return _DTYPE_BYTES.get(dtype, 4)
+
+
+def _ffn(args) -> int:
+    from .engine.model import find_multiple
+
+    hidden = int(2 * 4 * args.dim / 3)
+    if args.ffn_dim_multiplier is not None:
+        hidden = int(args.ffn_dim_multiplier * hidden)
+    return find_multiple(hidden, args.multiple_of)
+
+
+def memory_breakdown(entry, dtype=torch.bfloat16, draft_length: int = 8, cfg: bool = True,
+                     text_encoder_dtype=None) -> dict:
+    """Rough bytes per part for generating one image with a catalogue entry."""
+    b = dtype_bytes(dtype)
+    args = entry.args()
+    rows = 2 if cfg else 1
+    seq = args.cls_token_num + args.block_size
+    n_kv = args.n_kv_head or args.n_head
+    head_dim = args.dim // args.n_head
+    parts = {
+        "weights": int(entry.params * b),
+        "kv_cache": int(2 * args.n_layer * rows * seq * n_kv * head_dim * b),
+        # the widest forward: the prefill over the prefix, or a draft window; logits are float32
+        "activations": int(rows * max(args.cls_token_num, draft_length + 1)
+                           * (4 * args.dim + 2 * _ffn(args)) * b * 2
+                           + rows * (draft_length + 1) * args.vocab_size * 4 * 3),
+        # VQ decoder: fp32 weights, and a few full-resolution 128-channel feature maps
+        "vq_decoder": int(entry.vq_params * 4 + 6 * 128 * entry.image_size ** 2 * 4),
+    }
+    if getattr(entry, "text_encoder", None) is not None:
+        tb = dtype_bytes(text_encoder_dtype or dtype)
+        parts["text_encoder"] = int(entry.text_encoder.params * tb)
+    return parts
+
+
+def estimate_memory(entry, dtype=torch.bfloat16, **kw) -> int:
+    """Bytes needed, roughly: weights + KV cache + activations (+ VQ decoder, + FLAN-T5 for t2i)."""
+    return sum(memory_breakdown(entry, dtype, **kw).values())
+
+
+def available_memory(device: str) -> Optional[int]:
+    """Free bytes on ``device`` now (CUDA: free device memory; CPU: available RAM), or None."""
+    dev = str(device)
+    try:
+        if dev.startswith("cuda") and torch.cuda.is_available():
+            free, _total = torch.cuda.mem_get_info(torch.device(dev))
+            return int(free)
+        if dev == "cpu":
+            import os
+
+            if hasattr(os, "sysconf") and "SC_AVPHYS_PAGES" in os.sysconf_names:
+                return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except Exception:
+        return None
+    return None
+
+
+def is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    text = str(exc).lower()
+    return "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
+
+
+def _smaller(entry):
+    """The lightest catalogue model of the same kind that needs less memory, or None."""
+    from .models.catalogue import CATALOGUE
+
+    need = estimate_memory(entry)
+    same = [e for e in CATALOGUE.values() if e.kind == entry.kind and estimate_memory(e) < need]
+    return min(same, key=estimate_memory) if same else None
+
+
+def describe_oom(exc: BaseException, entry=None, device: Optional[str] = None, dtype=None) -> str:
+    """Words for an out-of-memory failure: what ran out, roughly what is needed, what to try."""
+    from .models.hub import format_size
+
+    where = device or ("cuda" if "cuda" in str(exc).lower() else "this device")
+    lines = []
+    if entry is not None:
+        dt = dtype or (torch.bfloat16 if str(where).startswith("cuda") else torch.float32)
+        need = estimate_memory(entry, dt)
+        lines.append(f"Out of memory running {entry.title} on {where}: it needs roughly {format_size(need)} "
+                     f"in {str(dt).replace('torch.', '')}.")
+        free = available_memory(str(where)) if device else None
+        if free is not None:
+            lines[-1] += f" About {format_size(free)} is free now."
+    else:
+        lines.append(f"Out of memory on {where}.")
+    tips = []
+    if entry is not None:
+        smaller = _smaller(entry)
+        if smaller is not None:
+            tips.append(f"a smaller model ({smaller.name}, about {format_size(estimate_memory(smaller, dtype or torch.bfloat16))})")
+    if str(where).startswith(("cuda", "mps")):
+        tips.append("running on the CPU (--device cpu: slow, but it uses system memory)")
+        tips.append("half precision (fp16/bf16) if it is not already on")
+        tips.append("closing other programs that use the GPU")
+    else:
+        tips.append("closing other programs to free RAM, or a machine with more memory")
+    tips.append("a shorter draft length")
+    lines.append("Try " + "; ".join(tips) + ".")
+    return " ".join(lines)

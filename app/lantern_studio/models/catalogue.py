@@ -1,0 +1,517 @@
+"""Hub models: the official LlamaGen checkpoints, what they need, and how to load them.
+
+Facts checked against LlamaGen's README (FoundationVision/LlamaGen) and its
+``autoregressive/sample/sample_c2i.py`` / ``sample_t2i.py``:
+
+* class-conditional (ImageNet-1k): ``c2i_B_256.pt``, ``c2i_L_256.pt``,
+  ``c2i_B_384.pt``, ``c2i_L_384.pt``, ``c2i_XL_384.pt``, ``c2i_XXL_384.pt``,
+  ``c2i_3B_384.pt`` with the tokenizer ``vq_ds16_c2i.pt``, all in the Hub repo
+  ``FoundationVision/LlamaGen``. XXL and 3B were trained with FSDP and are bare
+  state dicts (``--from-fsdp``). Sampling defaults: cfg 4.0, top-k 2000,
+  temperature 1.0, top-p 1.0; the token grid is image size / 16 (a 384 model
+  samples with ``block_size = 24**2 = 576``), one class token.
+* text-conditional: ``t2i_XL_stage1_256.pt`` (16×16 tokens) and
+  ``t2i_XL_stage2_512.pt`` (32×32) with ``vq_ds16_t2i.pt``, in the Hub repo
+  ``peizesun/llamagen_t2i``; captions from FLAN-T5-XL (``google/flan-t5-xl``),
+  120 tokens, 2048-d, left-padded. Sampling defaults: cfg 7.5, top-k 1000,
+  temperature 1.0, top-p 1.0.
+
+Sizes are approximate (parameters × 4 bytes, the fp32 checkpoints) unless
+``size_exact``; the downloader asks the hub for exact sizes before it starts.
+
+Files are read from the standard Hugging Face cache only (never fetched here):
+``lantern-studio models download NAME`` fetches them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, Optional
+
+from ..engine.checkpoints import CheckpointError
+from ..engine.settings import GenerationSettings
+from .hub import HubFile, cached_path, format_size, missing
+
+LLAMAGEN_README = "https://github.com/FoundationVision/LlamaGen/blob/main/README.md"
+C2I_REPO = "FoundationVision/LlamaGen"
+T2I_REPO = "peizesun/llamagen_t2i"
+T5_REPO = "google/flan-t5-xl"
+
+LLAMAGEN_LICENCE = (
+    "LlamaGen code: MIT (per its README). The weights' terms are on the Hub model cards "
+    "(huggingface.co/{repo}); check them before redistributing images or weights."
+)
+IMAGENET_NOTE = (
+    " Trained on ImageNet-1k: the ImageNet terms of access restrict use to non-commercial research."
+)
+T5_LICENCE = "FLAN-T5-XL (google/flan-t5-xl): Apache-2.0 per its model card."
+
+
+@dataclass(frozen=True)
+class TextEncoderSpec:
+    """A Hub text encoder (FLAN-T5) and the caption format the GPT expects."""
+
+    repo_id: str
+    files: tuple  # HubFile
+    length: int = 120  # caption tokens (the GPT's cls_token_num)
+    dim: int = 2048
+    params: int = 1_220_000_000  # encoder-only parameters (approximate)
+
+    @property
+    def folder_file(self) -> HubFile:
+        """The file whose folder holds the whole encoder (config.json)."""
+        for f in self.files:
+            if f.filename == "config.json":
+                return f
+        return self.files[0]
+
+
+@dataclass(frozen=True, eq=False)
+class Entry:
+    """One downloadable model: files, architecture, defaults, licence."""
+
+    name: str
+    title: str
+    kind: str  # "c2i" | "t2i"
+    gpt: HubFile
+    vq: HubFile
+    model_args: dict  # official ModelArgs fields (+ "preset": "GPT-B" ...)
+    image_size: int
+    defaults: GenerationSettings
+    params: int  # GPT parameters (approximate)
+    licence: str
+    downsample: int = 16
+    text_encoder: Optional[TextEncoderSpec] = None
+    class_names: Optional[tuple] = None  # None: the ImageNet-1k list
+    vq_params: int = 72_000_000
+    source: str = LLAMAGEN_README
+    notes: str = ""
+
+    @property
+    def grid(self) -> int:
+        return self.image_size // self.downsample
+
+    @property
+    def tokens(self) -> int:
+        return self.grid * self.grid
+
+    @property
+    def files(self) -> tuple:
+        extra = self.text_encoder.files if self.text_encoder is not None else ()
+        return (self.gpt, self.vq, *extra)
+
+    @property
+    def download_size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def sizes_exact(self) -> bool:
+        return all(f.size_exact for f in self.files)
+
+    def args(self):
+        """The resolved ModelArgs (preset sizes + the entry's fields)."""
+        from ..engine.model import GPT_PRESETS, ModelArgs
+
+        d = dict(self.model_args)
+        preset = d.pop("preset", None)
+        if preset is not None:
+            d = {**GPT_PRESETS[preset], **d}
+        return ModelArgs.from_dict(d)
+
+    def describe(self) -> str:
+        size = format_size(self.download_size)
+        return f"{self.title}: {self.image_size}×{self.image_size} px, {self.grid}×{self.grid} tokens, " \
+               f"{'≈' if not self.sizes_exact else ''}{size} download"
+
+
+# --------------------------------------------------------------------------- the official entries
+
+
+def _approx_file(repo: str, filename: str, params: int, role: str) -> HubFile:
+    return HubFile(repo, filename, size=params * 4, role=role)
+
+
+_VQ_C2I = _approx_file(C2I_REPO, "vq_ds16_c2i.pt", 72_000_000, "vq")
+_VQ_T2I = _approx_file(T2I_REPO, "vq_ds16_t2i.pt", 72_000_000, "vq")
+
+# google/flan-t5-xl, as LlamaGen's T5Embedder needs it (config, tokenizer, the
+# sharded PyTorch weights and their index). Sizes approximate (≈2.85 B params fp32).
+_T5_FILES = tuple(
+    HubFile(T5_REPO, name, size=size, role="text-encoder")
+    for name, size in [
+        ("config.json", 1_500),
+        ("special_tokens_map.json", 2_200),
+        ("tokenizer_config.json", 2_500),
+        ("tokenizer.json", 2_420_000),
+        ("spiece.model", 792_000),
+        ("pytorch_model.bin.index.json", 20_000),
+        ("pytorch_model-00001-of-00002.bin", 9_450_000_000),
+        ("pytorch_model-00002-of-00002.bin", 1_950_000_000),
+    ]
+)
+FLAN_T5_XL = TextEncoderSpec(T5_REPO, _T5_FILES, length=120, dim=2048, params=1_220_000_000)
+
+C2I_DEFAULTS = GenerationSettings(cfg_scale=4.0, top_k=2000, top_p=1.0, temperature=1.0, drafter="none")
+T2I_DEFAULTS = GenerationSettings(cfg_scale=7.5, top_k=1000, top_p=1.0, temperature=1.0, drafter="none")
+
+
+def _c2i(size_name: str, preset: str, image_size: int, params: int, fsdp: bool = False) -> Entry:
+    filename = f"c2i_{size_name}_{image_size}.pt"
+    grid = image_size // 16
+    notes = "FSDP checkpoint (a bare state dict)." if fsdp else ""
+    return Entry(
+        name=f"llamagen-c2i-{size_name.lower()}-{image_size}",
+        title=f"LlamaGen-{size_name} class→image {image_size}px",
+        kind="c2i",
+        gpt=_approx_file(C2I_REPO, filename, params, "gpt"),
+        vq=_VQ_C2I,
+        model_args=dict(preset=preset, vocab_size=16384, block_size=grid * grid, num_classes=1000,
+                        cls_token_num=1, model_type="c2i"),
+        image_size=image_size,
+        defaults=C2I_DEFAULTS,
+        params=params,
+        licence=LLAMAGEN_LICENCE.format(repo=C2I_REPO) + IMAGENET_NOTE,
+        notes=notes,
+    )
+
+
+def _t2i(filename: str, image_size: int, stage: str) -> Entry:
+    grid = image_size // 16
+    return Entry(
+        name=f"llamagen-t2i-xl-{image_size}",
+        title=f"LlamaGen-XL text→image {image_size}px ({stage})",
+        kind="t2i",
+        gpt=_approx_file(T2I_REPO, filename, 775_000_000, "gpt"),
+        vq=_VQ_T2I,
+        model_args=dict(preset="GPT-XL", vocab_size=16384, block_size=grid * grid, cls_token_num=120,
+                        caption_dim=2048, model_type="t2i"),
+        image_size=image_size,
+        defaults=T2I_DEFAULTS,
+        params=775_000_000,
+        text_encoder=FLAN_T5_XL,
+        licence=LLAMAGEN_LICENCE.format(repo=T2I_REPO) + " " + T5_LICENCE,
+        notes=("Stage 1: trained on LAION-COCO (50M images), per the README." if stage == "stage 1"
+               else "Stage 2: trained on internal data (10M images), per the README."),
+    )
+
+
+_ENTRIES = [
+    _c2i("B", "GPT-B", 256, 111_000_000),
+    _c2i("L", "GPT-L", 256, 343_000_000),
+    _c2i("B", "GPT-B", 384, 111_000_000),
+    _c2i("L", "GPT-L", 384, 343_000_000),
+    _c2i("XL", "GPT-XL", 384, 775_000_000),
+    _c2i("XXL", "GPT-XXL", 384, 1_400_000_000, fsdp=True),
+    _c2i("3B", "GPT-3B", 384, 3_100_000_000, fsdp=True),
+    _t2i("t2i_XL_stage1_256.pt", 256, "stage 1"),
+    _t2i("t2i_XL_stage2_512.pt", 512, "stage 2"),
+]
+
+CATALOGUE: Dict[str, Entry] = {e.name: e for e in _ENTRIES}
+
+
+@contextlib.contextmanager
+def temporary_entry(entry: Entry):
+    """Register an extra entry (tests, experiments) for the duration of a ``with`` block."""
+    if entry.name in CATALOGUE and CATALOGUE[entry.name] is not entry:
+        raise ValueError(f"catalogue already has an entry named {entry.name!r}")
+    CATALOGUE[entry.name] = entry
+    try:
+        yield entry
+    finally:
+        if CATALOGUE.get(entry.name) is entry:
+            del CATALOGUE[entry.name]
+
+
+def get_entry(name: str) -> Entry:
+    if isinstance(name, Entry):
+        return name
+    if name in CATALOGUE:
+        return CATALOGUE[name]
+    low = {k.lower(): v for k, v in CATALOGUE.items()}
+    if str(name).lower() in low:
+        return low[str(name).lower()]
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(CATALOGUE), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(CATALOGUE)}"
+    raise KeyError(f"no catalogue model named {name!r}{hint}")
+
+
+# --------------------------------------------------------------------------- class names
+
+
+@lru_cache(maxsize=1)
+def imagenet_class_names() -> tuple:
+    """The 1000 ImageNet-1k class names in class-id order (comma-separated synonyms)."""
+    path = Path(__file__).with_name("imagenet_classes.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    names = tuple(data["classes"])
+    if len(names) != 1000:
+        raise CheckpointError(f"{path}: expected 1000 class names, found {len(names)}")
+    return names
+
+
+# --------------------------------------------------------------------------- local state
+
+
+def drafter_path(name: str) -> Path:
+    """Where a self-distilled EAGLE drafter for a catalogue model lives (our cache, not the HF cache)."""
+    from ..paths import cache_dir
+
+    return cache_dir() / "drafters" / get_entry(name).name / "eagle.safetensors"
+
+
+def status(name: str) -> dict:
+    """What is on disk for an entry: installed / partial / missing, bytes still to fetch, drafter."""
+    e = get_entry(name)
+    absent = missing(e.files)
+    state = "installed" if not absent else ("missing" if len(absent) == len(e.files) else "partial")
+    return {
+        "name": e.name, "title": e.title, "kind": e.kind, "state": state,
+        "missing_files": [f.label for f in absent],
+        "to_fetch_bytes": sum(f.size for f in absent), "sizes_exact": all(f.size_exact for f in absent),
+        "drafter": drafter_path(e.name).is_file(),
+    }
+
+
+def local_files(name: str) -> dict:
+    """{HubFile: path} for every file of the entry, from the local cache only."""
+    e = get_entry(name)
+    out, absent = {}, []
+    for f in e.files:
+        p = cached_path(f)
+        (absent.append(f) if p is None else out.__setitem__(f, p))
+    if absent:
+        what = ", ".join(f.filename for f in absent[:3]) + (" …" if len(absent) > 3 else "")
+        raise CheckpointError(
+            f"{e.name}: not downloaded ({what} missing from the Hugging Face cache): "
+            f"run lantern-studio models download {e.name}"
+        )
+    return out
+
+
+def shared_files(name: str) -> list:
+    """Files of ``name`` that another installed entry also uses (kept by remove())."""
+    e = get_entry(name)
+    key = lambda f: (f.repo_id, f.filename, f.revision)  # noqa: E731
+    mine = {key(f): f for f in e.files}
+    keep = {}
+    for other in CATALOGUE.values():
+        common = {key(f) for f in other.files} & set(mine)
+        if other is e or not common or missing(other.files):
+            continue
+        keep.update({k: mine[k] for k in common})
+    return list(keep.values())
+
+
+def download(name: str, progress=None, cancel=None) -> dict:
+    """Fetch an entry's files into the HF cache (see hub.download_files)."""
+    from .hub import download_files
+
+    return download_files(get_entry(name).files, progress=progress, cancel=cancel)
+
+
+def remove(name: str, dry_run: bool = False) -> int:
+    """Delete an entry's files from the HF cache, keeping files another installed entry needs,
+    and its self-distilled drafter. Returns bytes freed."""
+    from .hub import remove_files
+
+    e = get_entry(name)
+    freed = remove_files(e.files, keep=shared_files(e.name), dry_run=dry_run)
+    d = drafter_path(e.name)
+    if d.is_file():
+        freed += d.stat().st_size
+        if not dry_run:
+            d.unlink()
+    return freed
+
+
+# --------------------------------------------------------------------------- loading
+
+_T5_CACHE: dict = {}
+_T5_LOCK = threading.Lock()
+
+
+def text_encoder(entry: Entry, device: Optional[str] = None):
+    """The entry's FLAN-T5 encoder from the local cache (one instance per folder and device)."""
+    from ..engine.t5 import FlanT5Encoder
+
+    spec = entry.text_encoder
+    paths = local_files(entry.name)
+    folder = paths[spec.folder_file].parent
+    key = (str(folder), device or "cpu")
+    with _T5_LOCK:
+        enc = _T5_CACHE.get(key)
+        if enc is None:
+            enc = _T5_CACHE[key] = FlanT5Encoder(folder, device=device or "cpu")
+    return enc
+
+
+def make_conditioner(entry: Entry, device: Optional[str] = None):
+    from ..engine.text import ClassConditioner
+
+    if entry.kind == "c2i":
+        return ClassConditioner(list(entry.class_names or imagenet_class_names()))
+    from ..engine.t5 import T5CaptionConditioner
+
+    return T5CaptionConditioner(text_encoder(entry, device), entry.args().cls_token_num)
+
+
+def _resolve_dtype(device: Optional[str], dtype):
+    import torch
+
+    if dtype not in (None, "auto"):
+        return dtype
+    if device and str(device).startswith("cuda") and torch.cuda.is_available():
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    return torch.float32
+
+
+def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter: bool = True):
+    """Catalogue name → ImagePipeline, from files already in the HF cache (never downloads).
+
+    Raises CheckpointError("… not downloaded: run lantern-studio models download NAME") when
+    files are missing. ``dtype="auto"``: bfloat16 for the GPT on CUDA (LlamaGen's default
+    precision), float32 elsewhere. A self-distilled drafter (see training.self_distill) is
+    attached when present.
+    """
+    from ..engine.checkpoints import load_llamagen_gpt
+    from ..engine.pipeline import ImagePipeline
+    from ..engine.tokenizer import load_llamagen_vq
+    from ..paths import cache_dir
+    from .local import load_eagle
+
+    e = get_entry(name)
+    paths = local_files(e.name)
+    gpt = load_llamagen_gpt(paths[e.gpt], **dict(e.model_args))
+    try:
+        vq = load_llamagen_vq(paths[e.vq])
+    except (ValueError, FileNotFoundError) as err:
+        raise CheckpointError(str(err)) from None
+    if vq.config.codebook_size != gpt.vocab_size:
+        raise CheckpointError(f"{paths[e.vq]}: codebook of {vq.config.codebook_size} codes, "
+                              f"but the GPT predicts {gpt.vocab_size} tokens")
+    eagle = None
+    dp = drafter_path(e.name)
+    if drafter and dp.is_file():
+        eagle = load_eagle(dp, gpt.config)
+    pipe = ImagePipeline(gpt, vq, make_conditioner(e, device), eagle, e.defaults, e.name,
+                         table_cache=cache_dir() / "neighbours")
+    pipe.entry = e
+    if device:
+        pipe.to(device)
+    dt = _resolve_dtype(device, dtype)
+    _cast(pipe.gpt, dt)
+    if pipe.eagle is not None:
+        _cast(pipe.eagle, dt)
+    return pipe
+
+
+def _cast(module, dtype) -> None:
+    """Cast weights to ``dtype`` but keep the rotary table in float32 (as LlamaGen keeps freqs_cis)."""
+    import torch
+
+    if dtype is None or next(module.parameters()).dtype == dtype:
+        return
+    keep = {n: b.clone() for n, b in module.named_buffers() if n.endswith("rope") and b.dtype == torch.float32}
+    module.to(dtype)
+    for n, b in keep.items():
+        owner = module.get_submodule(n.rpartition(".")[0]) if "." in n else module
+        setattr(owner, n.rpartition(".")[2], b)
+
+
+# --------------------------------------------------------------------------- LANTERN's published drafter
+
+
+def lantern_drafter_to_eagle(sd: dict, dim: int) -> tuple:
+    """Map LANTERN's LlamaGen drafter (``jadohu/llamagen_drafter``: EAGLE-1 ``Model`` from
+    LANTERN's ``models/drafters/cnets_llamagen.py``, one HF-style LLaMA layer) onto EagleHead keys.
+
+    Returns (eagle state dict, has_input_norm, drafter embed_tokens or None). Differences handled:
+    LANTERN's fc reads ``cat(token_emb, feature)`` (ours: ``cat(feature, token_emb)``, so the
+    weight's column halves swap); q/k/v are separate (ours fused ``wqkv``); layer 0 has no input
+    norm (an identity); ``gate/up/down_proj`` → ``w1/w3/w2``.
+    """
+    import torch
+
+    sd = {k.removeprefix("module."): v for k, v in sd.items()}
+    layers = {k.split(".")[1] for k in sd if k.startswith("layers.")}
+    if layers != {"0"}:
+        raise CheckpointError(f"LANTERN drafter: expected exactly one layer, found layers {sorted(layers)}")
+    need = ["fc.weight", "layers.0.self_attn.q_proj.weight", "layers.0.self_attn.k_proj.weight",
+            "layers.0.self_attn.v_proj.weight", "layers.0.self_attn.o_proj.weight",
+            "layers.0.mlp.gate_proj.weight", "layers.0.mlp.up_proj.weight", "layers.0.mlp.down_proj.weight",
+            "layers.0.post_attention_layernorm.weight"]
+    absent = [k for k in need if k not in sd]
+    if absent:
+        raise CheckpointError(f"LANTERN drafter: missing keys {absent[:4]}")
+    w = sd["fc.weight"]
+    if tuple(w.shape) != (dim, 2 * dim):
+        raise CheckpointError(f"LANTERN drafter: fc.weight {tuple(w.shape)} does not fit a {dim}-wide target")
+    p = "layers.0."
+    out = {
+        "fc.weight": torch.cat([w[:, dim:], w[:, :dim]], dim=1),
+        "layer.attention.wqkv.weight": torch.cat([sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"],
+                                                  sd[p + "self_attn.v_proj.weight"]], dim=0),
+        "layer.attention.wo.weight": sd[p + "self_attn.o_proj.weight"],
+        "layer.feed_forward.w1.weight": sd[p + "mlp.gate_proj.weight"],
+        "layer.feed_forward.w3.weight": sd[p + "mlp.up_proj.weight"],
+        "layer.feed_forward.w2.weight": sd[p + "mlp.down_proj.weight"],
+        "layer.ffn_norm.weight": sd[p + "post_attention_layernorm.weight"],
+    }
+    if "fc.bias" in sd:
+        out["fc.bias"] = sd["fc.bias"]
+    has_input_norm = p + "input_layernorm.weight" in sd
+    if has_input_norm:
+        out["layer.attention_norm.weight"] = sd[p + "input_layernorm.weight"]
+    return out, has_input_norm, sd.get("embed_tokens.weight")
+
+
+def load_lantern_drafter(folder_or_file, gpt_config):
+    """EXPERIMENTAL: LANTERN's published LlamaGen drafter as an EagleHead.
+
+    The weights map exactly (see :func:`lantern_drafter_to_eagle`), but the behaviour is only
+    approximately LANTERN's: their drafter also runs over the caption prefix positions (our
+    EagleDrafter starts at the first image token), embeds tokens with its own ``embed_tokens``
+    (ours uses the target's), and pairs with ``jadohu/LlamaGen-T2I`` (an HF conversion of the
+    stage-1 model). Measure acceptance before relying on it.
+    """
+    import torch
+    import torch.nn as nn
+
+    from ..engine.checkpoints import load_state_strict
+    from ..engine.drafters import EagleHead
+
+    path = Path(folder_or_file)
+    cfg = {}
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            cfg = json.loads((path / "config.json").read_text())
+        path = next((path / n for n in ("model.safetensors", "pytorch_model.bin") if (path / n).is_file()), path / "pytorch_model.bin")
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such drafter file")
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        sd = load_file(str(path))
+    else:
+        try:
+            sd = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:
+            raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
+    mapped, has_norm, _emb = lantern_drafter_to_eagle(sd, gpt_config.dim)
+    args = dataclasses.replace(gpt_config, norm_eps=float(cfg.get("rms_norm_eps", 1e-6)))
+    head = EagleHead(args)
+    if not has_norm:
+        head.layer.attention_norm = nn.Identity()
+    if "fc.bias" not in mapped:
+        head.fc.bias = None
+    load_state_strict(head, {k: v.float() for k, v in mapped.items()}, path)
+    return head.eval()
