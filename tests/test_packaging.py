@@ -29,12 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGING = ROOT / "packaging"
 ICONS = ROOT / "resources" / "icons"
 APP_ID = "io.github.lanternstudio.LanternStudio"
-DESKTOP = PACKAGING / f"{APP_ID}.desktop"
-METAINFO = PACKAGING / f"{APP_ID}.metainfo.xml"
+DESKTOP = ROOT / "resources" / "desktop" / f"{APP_ID}.desktop"
+METAINFO = ROOT / "resources" / "desktop" / f"{APP_ID}.metainfo.xml"
 BUNDLED_MANIFEST = ROOT / "resources" / "models" / "emoji-64" / "model.json"
 IN_CI = (os.environ.get("CI") or "").lower() in ("1", "true", "yes")
 
-COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
+COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", ".cache", ".whl", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
                                      ".pytest_cache", "*.tmp")
 
 
@@ -143,8 +143,8 @@ def test_sdist_carries_resources_tests_and_packaging(installed):
     for must in ("pyproject.toml", "README.md", "MANIFEST.in", "resources/styles/studio.qss",
                  "resources/icons/lantern-studio.svg", "resources/icons/lantern-studio-256.png",
                  "app/lantern_studio/models/imagenet_classes.json", "tests/conftest.py", "tests/test_packaging.py",
-                 f"packaging/{APP_ID}.desktop", f"packaging/{APP_ID}.metainfo.xml", "packaging/make_icons.py",
-                 "packaging/install_desktop.py", "packaging/lantern-studio.spec"):
+                 f"resources/desktop/{APP_ID}.desktop", f"resources/desktop/{APP_ID}.metainfo.xml", "packaging/make_icons.py",
+                 "app/lantern_studio/desktop.py", "packaging/lantern-studio.spec"):
         assert must in names, f"{must} missing from the sdist"
     tests_here = {f"tests/{p.name}" for p in (ROOT / "tests").glob("test_*.py")}
     assert tests_here <= names, sorted(tests_here - names)
@@ -275,7 +275,7 @@ def test_svg_icon_renders_in_qt(qapp):
 
 
 def test_install_desktop_for_the_user(tmp_path, monkeypatch):
-    mod = _load("install_desktop", PACKAGING / "install_desktop.py")
+    mod = _load("install_desktop", ROOT / "app" / "lantern_studio" / "desktop.py")
     home = tmp_path / "xdg data"
     monkeypatch.setenv("XDG_DATA_HOME", str(home))
     assert mod.main(["--exec", "'/opt/Lantern Studio/lantern-studio'"]) == 0
@@ -301,7 +301,7 @@ def test_install_desktop_for_the_user(tmp_path, monkeypatch):
 
 
 def test_install_desktop_default_location_and_dry_run(tmp_path, monkeypatch, capsys):
-    mod = _load("install_desktop", PACKAGING / "install_desktop.py")
+    mod = _load("install_desktop", ROOT / "app" / "lantern_studio" / "desktop.py")
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert mod.data_home() == tmp_path / ".local" / "share"
@@ -316,13 +316,16 @@ def test_install_desktop_default_location_and_dry_run(tmp_path, monkeypatch, cap
 
 
 @pytest.mark.slow
-def test_frozen_app_builds_starts_and_generates(tmp_path, installed):
-    """Freezes what the wheel installs (the same files a user gets), with the spec from the checkout."""
+def test_frozen_app_builds_starts_and_generates(tmp_path):
+    """Freezes the running environment's lantern_studio (editable or installed) with the checkout's spec.
+    (Not the test wheel's venv: PyInstaller copies libraries reached through its .pth twice.)"""
     pytest.importorskip("PyInstaller", reason="pip install pyinstaller to build the frozen app")
-    assert BUNDLED_MANIFEST.is_file(), f"the bundled model is missing: {BUNDLED_MANIFEST.relative_to(ROOT)}"
+    from lantern_studio.models import bundled_dir
+
+    assert (bundled_dir() / "model.json").is_file(), f"the bundled model is missing: {bundled_dir()}"
     env = _clean_env(LANTERN_STUDIO_CACHE=str(tmp_path / "cache"), LANTERN_STUDIO_DATA=str(tmp_path / "data"))
     t0 = time.perf_counter()
-    r = _run([installed["python"], "-m", "PyInstaller", "--noconfirm", "--distpath", tmp_path / "dist",
+    r = _run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--distpath", tmp_path / "dist",
               "--workpath", tmp_path / "work", PACKAGING / "lantern-studio.spec"], cwd=tmp_path, env=env,
              timeout=3600)
     build_s = time.perf_counter() - t0
@@ -332,6 +335,8 @@ def test_frozen_app_builds_starts_and_generates(tmp_path, installed):
     size = sum(f.stat().st_size for f in app.rglob("*") if f.is_file() and not f.is_symlink())
     print(f"\nfrozen build: {build_s:.0f} s, {size / 2**20:.0f} MiB")
     assert not [f for f in app.rglob("libcudnn*")] and not [f for f in app.rglob("libnccl*")]
+    assert not [f for f in app.rglob("libtorch_cuda*")]
+    assert size < 1.6 * 2**30, f"the frozen app grew to {size / 2**30:.2f} GiB (CPU build is ~1.1 GiB)"
     work = tmp_path / "run"
     work.mkdir()
     r = _run([exe, "--version"], cwd=work, env=env, timeout=300)

@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_module(sub, "models", ".models.cli", "list, download and remove models")
     _add_module(sub, "doctor", ".doctor", "report the environment for bug reports")
+    _add_module(sub, "install-desktop", ".desktop", "add Lantern Studio to your applications menu (this user)")
     return parser
 
 

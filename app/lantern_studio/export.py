@@ -77,6 +77,9 @@ def save_png(path, image: np.ndarray, record: dict, overwrite: bool = False, fac
         os.close(fd)
         try:
             img.save(tmp, format="PNG", pnginfo=info)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

@@ -22,6 +22,14 @@ def application(argv=None) -> QApplication:
         app = QApplication(list(argv) if argv is not None else sys.argv[:1])
     ensure_app_names()
     theme.apply(app)
+    from PySide6.QtGui import QGuiApplication
+
+    from .about_dialog import app_icon
+
+    QGuiApplication.setDesktopFileName("io.github.lanternstudio.LanternStudio")
+    icon = app_icon()
+    if icon is not None and not icon.isNull():
+        app.setWindowIcon(icon)
     return app
 
 

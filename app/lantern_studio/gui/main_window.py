@@ -80,6 +80,11 @@ class MainWindow(QMainWindow):
         self._restore(model)
         self.engine.load_model(self.model_spec)
 
+    def show_about(self) -> None:
+        from .about_dialog import show_about
+
+        show_about(self)
+
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
         central = QWidget()
@@ -173,6 +178,8 @@ class MainWindow(QMainWindow):
         self.generate_action = self._action(g, "Generate", self.generate, ["Ctrl+Return", "Ctrl+Enter"])
         self._action(g, "Compare with vanilla", self.compare, ["Ctrl+Shift+Return"])
         self.cancel_action = self._action(g, "Cancel", self.cancel, ["Esc"])
+        h = mb.addMenu("&Help")
+        self._action(h, "About Lantern Studio", self.show_about)
         self._action(g, "Cancel all", self.cancel_all, ["Shift+Esc"])
         v = mb.addMenu("&View")
         self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)

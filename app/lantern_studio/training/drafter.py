@@ -14,6 +14,7 @@ sampler will actually ask of it.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -129,7 +130,13 @@ def train(args) -> dict:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpt", required=True, help="the trained AR model (gpt.safetensors)")
+    p.add_argument("--gpt", default=None, help="the trained AR model (gpt.safetensors) of the bundled-model recipe")
+    p.add_argument("--model", default=None,
+                   help="instead: a catalogue name or model folder; trains by self-distillation on its own samples")
+    p.add_argument("--sequences", type=int, default=256, help="with --model: sequences the target generates")
+    p.add_argument("--prompts-file", default=None, help="with --model: prompts for text-conditional models")
+    p.add_argument("--out", default=None, help="with --model: where to write eagle.safetensors")
+    p.add_argument("--device", default=None)
     p.add_argument("--prepared", default=str(runs_dir() / "ar" / "prepared.pt"), help="the AR run's prepared.pt")
     p.add_argument("--run", default=str(runs_dir() / "drafter"))
     p.add_argument("--steps", type=int, default=1500)
@@ -149,5 +156,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    if args.model:
+        from . import self_distill
+
+        ns = argparse.Namespace(name=args.model, steps=args.steps, sequences=args.sequences, batch=args.batch,
+                                lr=args.lr, prompts=args.prompts_file, out=args.out, device=args.device,
+                                seed=args.seed)
+        return self_distill.run(ns)
+    if not args.gpt:
+        print("error: train drafter needs --gpt (the bundled recipe) or --model NAME (self-distillation)",
+              file=sys.stderr)
+        return 2
     train(args)
     return 0

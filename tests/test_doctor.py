@@ -1,0 +1,143 @@
+"""``lantern-studio doctor``: the text and JSON reports, model file verification, and
+that a failing probe is reported instead of crashing the report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lantern_studio import __version__, doctor
+from lantern_studio.cli import main
+from lantern_studio.models.tiny import build_tiny_model_dir
+
+SECTIONS = {"lantern_studio", "python", "platform", "torch", "devices", "threads", "display", "qt", "paths", "disk",
+            "model", "text_encoder", "huggingface", "packages"}
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    return build_tiny_model_dir(tmp_path_factory.mktemp("doctor") / "m")
+
+
+def _doctor(capsys, *args) -> tuple:
+    rc = main(["doctor", *args])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_text_report(capsys, tiny_folder):
+    rc, out, _ = _doctor(capsys, "--model", str(tiny_folder))
+    assert rc == 0, out
+    assert out.startswith(f"Lantern Studio {__version__} — environment report")
+    for section in SECTIONS:
+        assert f"[{section}]" in out
+    import torch
+
+    assert torch.__version__ in out
+    assert ("CPU only" in out) or ("CUDA " in out) or ("ROCm " in out)
+    assert "qpa offscreen" in out and "started=yes" in out  # the child process started Qt offscreen
+    assert str(tiny_folder) in out
+    assert out.count("  OK") >= 3 and "MISMATCH" not in out
+    assert "verdict              OK" in out
+
+
+def test_json_report(capsys, tiny_folder, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--model", str(tiny_folder))
+    assert rc == 0
+    r = json.loads(out)
+    assert SECTIONS <= set(r)
+    for section in SECTIONS:
+        assert "error" not in r[section], (section, r[section])
+    assert r["lantern_studio"]["version"] == __version__
+    assert r["python"]["version"].count(".") == 2
+    assert r["torch"]["build"] in ("CPU only",) or r["torch"]["build"].startswith(("CUDA", "ROCm"))
+    assert isinstance(r["devices"]["cuda"]["available"], bool) and "mps" in r["devices"]
+    assert r["threads"]["intra_op"] >= 1
+    assert r["qt"]["pyside6"] and "offscreen" in r["qt"]["platform_plugins"]
+    assert r["qt"]["platforms"]["offscreen"]["started"] is None  # --no-qt-probe: no child process
+    assert {"DISPLAY", "WAYLAND_DISPLAY", "available"} <= set(r["display"])
+    # the folders follow the environment (conftest points them at temporary folders)
+    import os
+
+    assert r["paths"]["cache"] == os.environ["LANTERN_STUDIO_CACHE"]
+    assert r["paths"]["app_data"] == os.environ["LANTERN_STUDIO_DATA"]
+    assert r["disk"]["app_data"]["free_bytes"] > 0
+    assert r["huggingface"]["offline"] is True and r["huggingface"]["HF_HUB_OFFLINE"] == "1"
+    assert r["huggingface"]["cache"]
+    m = r["model"]
+    assert m["ok"] is True and m["folder"] == str(tiny_folder)
+    assert {f["file"] for f in m["files"]} >= {"gpt.safetensors", "vq.safetensors"}
+    assert all(f["status"] == "OK" and f["sha256"] == f["expected"] for f in m["files"])
+
+
+def test_corrupted_model_file_shows_mismatch(capsys, tmp_path):
+    folder = build_tiny_model_dir(tmp_path / "m")
+    gpt = folder / "gpt.safetensors"
+    data = bytearray(gpt.read_bytes())
+    data[-1] ^= 0xFF  # one flipped byte in the weights
+    gpt.write_bytes(bytes(data))
+    rc, out, _ = _doctor(capsys, "--no-qt-probe", "--model", str(folder))
+    assert rc == 1
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("gpt.safetensors"))
+    assert "MISMATCH" in line
+    assert next(ln for ln in out.splitlines() if ln.strip().startswith("vq.safetensors")).rstrip().endswith("OK")
+    assert "verdict              PROBLEM" in out
+
+    (folder / "vq.safetensors").unlink()
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--model", str(folder))
+    assert rc == 1
+    status = {f["file"]: f["status"] for f in json.loads(out)["model"]["files"]}
+    assert status["gpt.safetensors"] == "MISMATCH" and status["vq.safetensors"] == "MISSING"
+
+
+def test_model_folder_problems_are_reported(capsys, tmp_path):
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--model", str(tmp_path / "nowhere"))
+    assert rc == 1 and "does not exist" in json.loads(out)["model"]["error"]
+    (tmp_path / "empty").mkdir()
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--model", str(tmp_path / "empty"))
+    assert rc == 1 and "no model.json" in json.loads(out)["model"]["error"]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "model.json").write_text("{not json")
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--model", str(bad))
+    assert rc == 1 and "unreadable" in json.loads(out)["model"]["error"]
+
+
+def test_a_failing_probe_is_reported_not_raised(capsys, monkeypatch, tiny_folder):
+    def boom():
+        raise RuntimeError("driver exploded")
+
+    monkeypatch.setattr(doctor, "probe_torch", boom)
+    monkeypatch.setattr(doctor, "probe_devices", lambda: 1 / 0)
+    rc, out, _ = _doctor(capsys, "--no-qt-probe", "--model", str(tiny_folder))
+    assert rc == 0
+    assert "RuntimeError: driver exploded" in out and "ZeroDivisionError" in out
+    assert "[qt]" in out and "[model]" in out  # the rest still ran
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--model", str(tiny_folder))
+    r = json.loads(out)
+    assert r["torch"] == {"error": "RuntimeError: driver exploded"} and r["model"]["ok"] is True
+
+
+def test_no_hash_lists_files_without_reading_them(capsys, tiny_folder):
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--no-hash", "--model", str(tiny_folder))
+    assert rc == 0
+    assert all(f["status"] == "NOT CHECKED" and "sha256" not in f for f in json.loads(out)["model"]["files"])
+
+
+def test_cuda_devices_are_listed(monkeypatch, capsys):
+    """No GPU here: a fake CUDA device checks the report's CUDA branch (names, memory, capability)."""
+    import types
+
+    import torch
+
+    props = types.SimpleNamespace(name="NVIDIA Fake 80GB", total_memory=80 * 2**30, major=9, minor=0)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    d = doctor.probe_devices()
+    assert d["cuda"]["devices"] == [{"index": 0, "name": "NVIDIA Fake 80GB", "memory_bytes": 80 * 2**30,
+                                     "memory": "80.0 GB", "capability": "9.0"}]
+    text = doctor.render_text({"devices": d})
+    assert "cuda:0" in text and "NVIDIA Fake 80GB, 80.0 GB, sm 9.0" in text
