@@ -15,7 +15,6 @@ not match its digest.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from . import __version__
+from .engine.checkpoints import sha256_file as _sha256
 
 QT_PROBE_TIMEOUT = 20  # seconds for one child process starting a QGuiApplication
 
@@ -62,14 +62,6 @@ def _human_bytes(n: Optional[float]) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TB"  # pragma: no cover
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _truthy(value: Optional[str]) -> bool:

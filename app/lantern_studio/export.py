@@ -17,6 +17,8 @@ from typing import Optional
 import numpy as np
 from PIL import Image, PngImagePlugin
 
+from .engine.checkpoints import give_usual_mode
+
 JSON_KEY = "lantern-studio"
 UPSCALE_FACTORS = (1, 2, 3, 4, 5, 6, 7, 8)
 
@@ -77,9 +79,7 @@ def save_png(path, image: np.ndarray, record: dict, overwrite: bool = False, fac
         os.close(fd)
         try:
             img.save(tmp, format="PNG", pnginfo=info)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
+            give_usual_mode(tmp)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

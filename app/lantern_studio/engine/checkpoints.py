@@ -90,6 +90,37 @@ def save_llamagen_gpt(model: Transformer, path) -> None:
 # --------------------------------------------------------------------------- our format
 
 
+def give_usual_mode(path) -> None:
+    """mkstemp makes 0600 files; give them the usual umask-based mode instead.
+
+    The umask is read from /proc (Linux) rather than by os.umask(), which would
+    briefly change it for every thread of the process; elsewhere 022 is assumed.
+    """
+    mask = 0o022
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    mask = int(line.split()[1], 8)
+                    break
+    except (OSError, ValueError):
+        pass
+    try:
+        os.chmod(path, 0o666 & ~mask)
+    except OSError:
+        pass
+
+
+def sha256_file(path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def atomic_write(path, write) -> None:
     """Call ``write(tmp_path)`` then rename over ``path``: readers never see half a file."""
     path = Path(path)
@@ -98,9 +129,7 @@ def atomic_write(path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual mode
+        give_usual_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

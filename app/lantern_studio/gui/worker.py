@@ -9,7 +9,6 @@ than about a quarter of the decode time — and the final frame is always sent.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback

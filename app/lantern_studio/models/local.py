@@ -13,14 +13,13 @@ lives on disk. The bundled model in ``resources/models/`` is one of these.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Optional
 
 import torch
 
-from ..engine.checkpoints import CheckpointError, atomic_write, load_gpt, load_weights, save_gpt, save_weights
+from ..engine.checkpoints import CheckpointError, atomic_write, sha256_file, load_gpt, load_weights, save_gpt, save_weights
 from ..engine.drafters import EagleHead
 from ..engine.pipeline import ImagePipeline
 from ..engine.settings import GenerationSettings
@@ -28,14 +27,6 @@ from ..engine.text import CaptionConditioner, ClassConditioner, HashEncoder, Min
 from ..paths import cache_dir
 
 FORMAT = "lantern-studio-model/1"
-
-
-def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_manifest(folder) -> dict:

@@ -37,8 +37,16 @@ def cosine_lr(step: int, total: int, peak: float, warmup: int, floor: float = 0.
     return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t)))
 
 
+def atomic_torch_save(obj, path: Path) -> None:
+    atomic_write(path, lambda p: torch.save(obj, p))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda p: Path(p).write_text(text, encoding="utf-8"))
+
+
 def save_checkpoint(path: Path, **state) -> None:
-    atomic_write(path, lambda p: torch.save(state, p))
+    atomic_torch_save(state, path)
 
 
 def load_checkpoint(path: Path):
@@ -72,4 +80,4 @@ class Budget:
 
 
 def write_json(path: Path, obj: dict) -> None:
-    atomic_write(path, lambda p: Path(p).write_text(json.dumps(obj, indent=2, sort_keys=True, default=str)))
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str))

@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from lantern_studio import paths
+from ..engine.checkpoints import sha256_file
 
 # --------------------------------------------------------------------------- #
 # Constants
@@ -132,14 +133,6 @@ def default_packages_dir() -> Path:
 
 def default_out_dir() -> Path:
     return paths.data_dir() / DATASET_NAME
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _log(msg: str) -> None:

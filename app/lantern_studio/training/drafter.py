@@ -31,7 +31,6 @@ from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint,
 
 def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, gen=None):
     """→ (feature loss, distribution loss, top-1 agreement) for one batch."""
-    b = tok.shape[0]
     cond = torch.cat([emb, gpt.null_condition(emb)])
     cmask = None if mask is None else torch.cat([mask, mask])
     idx = torch.cat([tok, tok])

@@ -39,11 +39,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -56,6 +54,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from lantern_studio import paths
+from .common import atomic_torch_save as _atomic_torch_save
+from .common import atomic_write_text as _atomic_write_text
+from .common import cosine_lr as _lr_at
 
 __all__ = [
     "KIND",
@@ -388,61 +389,6 @@ def load_recogniser_net(path: str | os.PathLike) -> tuple[RecogniserNet, dict[st
 # --------------------------------------------------------------------------
 # training
 # --------------------------------------------------------------------------
-
-
-def _lr_at(step: int, total: int, base: float, warmup: int, min_ratio: float) -> float:
-    if warmup > 0 and step < warmup:
-        return base * (step + 1) / warmup
-    span = max(1, total - warmup)
-    prog = min(1.0, max(0.0, (step - warmup) / span))
-    return base * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * prog)))
-
-
-def _umask_mode(path: str) -> None:
-    """mkstemp makes 0600 files; give them the usual umask-based mode instead.
-
-    The umask is read from /proc (Linux) rather than by os.umask(), which would
-    briefly change it for every thread of the process; elsewhere 022 is assumed.
-    """
-    mask = 0o022
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    mask = int(line.split()[1], 8)
-                    break
-    except (OSError, ValueError):
-        pass
-    try:
-        os.chmod(path, 0o666 & ~mask)
-    except OSError:
-        pass
-
-
-def _atomic_torch_save(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        _umask_mode(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        _umask_mode(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _sample_weights(data: RecogniserData, balance: str) -> torch.Tensor:

@@ -24,7 +24,7 @@ from ..engine.checkpoints import load_gpt, load_weights, save_weights
 from ..engine.settings import GenerationSettings
 from ..engine.tokenizer import load_vq
 from ..models import BUNDLED_NAME, bundled_dir
-from ..models.local import load_eagle, save_model_dir, sha256_file
+from ..models.local import load_eagle, save_model_dir
 from ..paths import data_dir, runs_dir
 from .ar import short_caption
 from .common import write_json
@@ -163,7 +163,6 @@ def write_model_card(out: Path, man: dict, runs: Path, data_manifest: dict, comm
     arm = _load_json(runs / "ar" / "metrics.json")
     dm = _load_json(runs / "drafter" / "metrics.json")
     rm = _load_json(runs / "recogniser" / "metrics.json")
-    pk = {p["name"]: p for p in data_manifest.get("packages", [])} if isinstance(data_manifest.get("packages"), list) else data_manifest.get("packages", {})
     lines = [f"# {man['name']} — the bundled text-to-emoji model", "",
              "A small LlamaGen-architecture text-to-image model (64×64 px, 16×16 = 256 tokens) with a VQ tokenizer, "
              "an EAGLE-style drafter for speculative decoding and a recogniser used to measure prompt fidelity. "
@@ -182,7 +181,6 @@ def write_model_card(out: Path, man: dict, runs: Path, data_manifest: dict, comm
     files = data_manifest.get("files", {})
     for k, v in files.items():
         lines.append(f"\n`{k}` sha256 `{v.get('sha256') if isinstance(v, dict) else v}`")
-    g = man.get("gpt_config", {})
     lines += ["", "## Recipe (exact commands, in order)", "", "```sh", *commands, "```", "",
               "## Training and metrics", "",
               "| part | params | steps | wall | metric |", "|---|---|---|---|---|",

@@ -22,13 +22,11 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -41,6 +39,10 @@ import torch.nn.functional as F
 
 from lantern_studio import paths
 from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+from .common import atomic_torch_save as _atomic_torch_save
+from .common import atomic_write_text as _atomic_write_text
+from .common import cosine_lr as _lr_at
+from ..engine.checkpoints import sha256_file as _sha256
 
 __all__ = [
     "DEFAULT_DATASET",
@@ -93,14 +95,6 @@ class VQData:
     path: Path
     sha256: str  # of images.npy
     note: str = ""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def load_vq_data(data_dir: str | os.PathLike) -> VQData:
@@ -254,40 +248,6 @@ def _reset_opt_rows(opt: torch.optim.Optimizer, param: torch.Tensor, rows: torch
 # --------------------------------------------------------------------------
 # training
 # --------------------------------------------------------------------------
-
-
-def _lr_at(step: int, total: int, base: float, warmup: int, min_ratio: float) -> float:
-    if warmup > 0 and step < warmup:
-        return base * (step + 1) / warmup
-    span = max(1, total - warmup)
-    prog = min(1.0, max(0.0, (step - warmup) / span))
-    return base * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * prog)))
-
-
-def _atomic_torch_save(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _amp_enabled(precision: str, device: torch.device) -> bool:
