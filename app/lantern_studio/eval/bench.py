@@ -674,7 +674,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import pick_device
+    from ..devices import pick_device
     from ..engine.checkpoints import CheckpointError
     from ..engine.settings import SettingsError
     from ..engine.text import PromptError
@@ -691,6 +691,10 @@ def run(args: argparse.Namespace) -> int:
             import torch
 
             torch.set_num_threads(args.threads)
+        else:
+            from ..threads import configure_decode_threads
+
+            configure_decode_threads()
         if not (0.0 <= args.max_fidelity_drop <= 1.0):
             raise BenchError(f"--max-fidelity-drop: must be in [0, 1], got {args.max_fidelity_drop}")
         pipe = load_pipeline(args.model, device=pick_device(args.device))
@@ -743,6 +747,9 @@ def run(args: argparse.Namespace) -> int:
     report["model"] = {"name": pipe.name, "folder": str(folder) if folder is not None else None,
                        "vocab_size": pipe.vocab_size, "grid": pipe.grid, "drafters": list(pipe.drafters),
                        "defaults": pipe.defaults.to_dict()}
+    from .floor import step_vs_floor
+
+    report["step_floor"] = step_vs_floor(pipe, prompts[0])
     notes = list(report["quality"]["notes"])
     load = report["load_average"]["start"]
     cores = os.cpu_count() or 1
@@ -780,6 +787,9 @@ def run(args: argparse.Namespace) -> int:
           f"{len(prompts)} prompts × {len(methods)} methods, interleaved, {report['total_seconds']:.1f} s; "
           f"load average {report['load_average']['start']} → {report['load_average']['end']}")
     print(format_table(report))
+    sf = report["step_floor"]
+    print(f"vanilla decode step {sf['step_ms']:.2f} ms vs matmul-only floor {sf['floor_ms']:.2f} ms "
+          f"({sf['ratio']:.2f}×; {sf['rows']} CFG rows, {sf['threads']} threads)")
     for note in report["notes"]:
         print(f"note: {note}")
     for kind, path in files.items():

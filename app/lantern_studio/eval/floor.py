@@ -1,0 +1,56 @@
+"""A decode step's time next to its matmul-only floor.
+
+The floor is the time of just the matrix products one cached single-token
+step performs (every Linear of every layer and the output head, at the step's
+batch of CFG rows), run back to back; the rest of a real step is attention,
+norms, rotary, sampling and Python overhead.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+def _linears(gpt):
+    for layer in gpt.layers:
+        a, f = layer.attention, layer.feed_forward
+        yield from (a.wqkv, a.wo, f.w1, f.w3, f.w2)
+    yield gpt.output
+
+
+@torch.inference_mode()
+def step_vs_floor(pipe, prompt: str = "red heart", steps: int = 64, repeats: int = 3) -> dict:
+    """→ {"step_ms", "floor_ms", "ratio", "rows"} for the pipeline's target on this machine."""
+    gpt = pipe.gpt
+    params = pipe.defaults.sampling
+    c = pipe.conditioner(prompt)
+    cond = c.cond.to(pipe.device)
+    mask = c.mask.to(pipe.device) if c.mask is not None else None
+    if params.uses_cfg:
+        cond = torch.cat([cond, gpt.null_condition(cond)])
+        mask = None if mask is None else torch.cat([mask, mask])
+    rows = cond.shape[0]
+    dev = pipe.device
+    best_step = float("inf")
+    for _ in range(repeats):
+        gpt.setup_cache(rows, mask)
+        gpt.prefill(cond.to(next(gpt.parameters()).dtype) if cond.is_floating_point() else cond)
+        tok = torch.zeros(rows, 1, dtype=torch.long, device=dev)
+        t = time.perf_counter()
+        for i in range(steps):
+            gpt.step(tok, i)
+        best_step = min(best_step, (time.perf_counter() - t) / steps)
+        gpt.clear_cache()
+    ws = [m.weight.detach() for m in _linears(gpt)]
+    xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype, device=dev) for w in ws}
+    best_floor = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(steps):
+            for w in ws:
+                torch.nn.functional.linear(xs[w.shape[1]], w)
+        best_floor = min(best_floor, (time.perf_counter() - t) / steps)
+    return {"step_ms": best_step * 1e3, "floor_ms": best_floor * 1e3, "ratio": best_step / best_floor,
+            "rows": rows, "threads": torch.get_num_threads()}
