@@ -77,6 +77,14 @@ def test_all_training_commands_end_to_end(dataset, tmp_path):
     ar_args.steps = 4
     assert ar.train(ar_args)["step"] == 4
     assert "resumed from step 3" in (runs / "ar" / "log.txt").read_text()
+    # a new machine resumes from the committed weights alone
+    fresh = parse(ar, ["--vq", str(vq_file), "--data", str(dataset), "--run", str(runs / "ar2"), "--steps", "5",
+                       "--batch", "4", "--dim", "32", "--layers", "1", "--heads", "2", "--length", "6",
+                       "--encoder", "hash:16", "--threads", "1", "--init-from", str(runs / "ar" / "gpt.safetensors"),
+                       "--start-step", "4", "--eval-every", "100"])
+    fresh.prepared = torch.load(runs / "ar" / "prepared.pt", weights_only=True)
+    assert ar.train(fresh)["step"] == 5
+    assert "initialised from" in (runs / "ar2" / "log.txt").read_text()
 
     d_args = parse(drafter, ["--gpt", str(runs / "ar" / "gpt.safetensors"), "--prepared",
                              str(runs / "ar" / "prepared.pt"), "--run", str(runs / "drafter"), "--steps", "3",

@@ -177,6 +177,14 @@ def train(args) -> dict:
         gen.set_state(ck["gen"])
         step, wall_before = ck["step"], ck.get("wall", 0.0)
         log(f"resumed from step {step}")
+    elif args.init_from:
+        # A new machine has no optimizer checkpoint (it stays outside git); continue
+        # from the committed fp16 weights with a fresh optimizer at --start-step.
+        from ..engine.checkpoints import load_gpt, load_state_strict
+
+        load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
+        step = args.start_step
+        log(f"initialised from {args.init_from}; schedule continues at step {step}")
     n_params = sum(p.numel() for p in model.parameters())
     log(f"AR model: {n_params / 1e6:.2f} M params, {len(train_idx)} train / {len(held_idx)} held-out images, "
         f"target {args.steps} steps, batch {args.batch}")
@@ -242,6 +250,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--length", type=int, default=24, help="caption tokens in the prefix")
+    p.add_argument("--init-from", default=None, help="start from these weights (e.g. the shipped gpt.safetensors) "
+                   "when the run folder has no checkpoint")
+    p.add_argument("--start-step", type=int, default=0, help="with --init-from: the step the weights were taken at")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
