@@ -96,9 +96,12 @@ def test_all_training_commands_end_to_end(dataset, tmp_path):
     s_args = parse(ship, ["--out", str(out), "--data", str(dataset), "--vq", str(vq_file),
                           "--gpt", str(runs / "ar" / "gpt.safetensors"), "--eagle",
                           str(runs / "drafter" / "eagle.safetensors"), "--recogniser", str(tmp_path / "none"),
-                          "--encoder", "hash:16"])
-    man = ship.ship(s_args)
+                          "--encoder", "hash:16", "--runs", str(runs), "--grid"])
+    assert ship.run(s_args) == 0
+    man = json.loads((out / "model.json").read_text())
     assert set(man["files"]) >= {"gpt.safetensors", "vq.safetensors", "eagle.safetensors", "captions.json"}
+    card = (out / "MODEL_CARD.md").read_text()
+    assert man["files"]["gpt.safetensors"] in card and "samples.png" in card and "CC-BY 4.0" in card
 
     pipe = load_pipeline(str(out), verify=True)
     s = GenerationSettings(seed=5, drafter="eagle", k=4, delta=0.1, cfg_scale=2.0)

@@ -70,12 +70,23 @@ class Drafter:
 
 class JacobiDrafter(Drafter):
     """Speculative Jacobi Decoding: the window's drafts come from the target's
-    previous parallel forward; fresh slots start as uniform random tokens."""
+    previous parallel forward (q = the distribution they were drawn from).
+
+    Fresh slots at the end of the window are initialised by ``init``:
+    "uniform" (SJD's random tokens, q uniform) or "spatial" (default): copy the
+    token one row above (on the first row, the one to the left), a deterministic
+    draft with q = 1 — images repeat vertically, backgrounds above all, so such
+    drafts are often accepted. Both keep δ = 0 lossless: every draft is drawn
+    from its q before its acceptance coin is tossed.
+    """
 
     name = "jacobi"
 
-    def __init__(self):
+    def __init__(self, init: str = "spatial"):
         super().__init__()
+        if init not in ("spatial", "uniform"):
+            raise ValueError(f"init: 'spatial' or 'uniform', got {init!r}")
+        self.init = init
         self.window: Optional[torch.Tensor] = None
         self.q: Optional[torch.Tensor] = None
 
@@ -85,16 +96,29 @@ class JacobiDrafter(Drafter):
         self.window = torch.empty(0, dtype=torch.long, device=ctx.device)
         self.q = torch.empty(0, v, device=ctx.device)
 
-    def _fill(self, ctx, n):
+    def _fresh(self, ctx, need):
         v = ctx.gpt.vocab_size
+        if self.init == "uniform":
+            if ctx.params.greedy:
+                tokens = torch.zeros(need, dtype=torch.long, device=ctx.device)
+            else:
+                tokens = torch.randint(0, v, (need,), generator=ctx.generator, device=ctx.device)
+            return tokens, torch.full((need, v), 1.0 / v, device=ctx.device)
+        grid = ctx.gpt.config.grid_size
+        known = torch.cat([ctx.tokens[: ctx.n_fixed], self.window])  # fixed tokens, then the window's drafts
+        out = []
+        for j in range(known.shape[0], known.shape[0] + need):
+            src = j - grid if j >= grid else j - 1
+            out.append(known[src] if src < known.shape[0] else out[src - known.shape[0]])
+        tokens = torch.stack(out)
+        return tokens, torch.nn.functional.one_hot(tokens, v).float()
+
+    def _fill(self, ctx, n):
         need = n - self.window.shape[0]
         if need > 0:
-            if ctx.params.greedy:
-                fresh = torch.zeros(need, dtype=torch.long, device=ctx.device)
-            else:
-                fresh = torch.randint(0, v, (need,), generator=ctx.generator, device=ctx.device)
+            fresh, q = self._fresh(ctx, need)
             self.window = torch.cat([self.window, fresh])
-            self.q = torch.cat([self.q, torch.full((need, v), 1.0 / v, device=ctx.device)])
+            self.q = torch.cat([self.q, q])
 
     def propose(self, ctx, n):
         self._fill(ctx, n)

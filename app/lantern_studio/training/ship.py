@@ -27,7 +27,6 @@ from ..models import BUNDLED_NAME, bundled_dir
 from ..models.local import load_eagle, save_model_dir
 from ..paths import data_dir, runs_dir
 from .ar import short_caption
-from .common import write_json
 
 GRID_PROMPTS = [
     "red heart", "grinning face", "red apple", "rocket", "snowman", "dog face", "smiling face with heart-eyes",
@@ -77,21 +76,24 @@ def heldout_prompts(meta: list) -> list:
     return out
 
 
-def sample_grid(pipe, prompts, seeds, settings, path: Path) -> float:
+def sample_grid(pipe, settings, path: Path, prompts=GRID_PROMPTS, seeds=(0, 1, 2, 3), cols: int = 8) -> dict:
+    """An 8×8 grid: each prompt in ``prompts`` with each seed, ``cols`` tiles a row; → timing and stats."""
     from PIL import Image
 
-    tiles, t0 = [], time.time()
+    tiles, t0, forwards, tokens = [], time.time(), 0, 0
     for seed in seeds:
         for p in prompts:
-            tiles.append(pipe.generate(p, settings.with_(seed=seed)).image)
-    n = len(prompts)
-    rows = len(seeds)
-    grid = np.full((rows * 66, n * 66, 3), 255, np.uint8)
+            r = pipe.generate(p, settings.with_(seed=seed))
+            tiles.append(r.image)
+            forwards += r.stats.target_forwards + 1
+            tokens += r.stats.tokens
+    rows = (len(tiles) + cols - 1) // cols
+    grid = np.full((rows * 66, cols * 66, 3), 255, np.uint8)
     for i, t in enumerate(tiles):
-        r, c = divmod(i, n)
+        r, c = divmod(i, cols)
         grid[r * 66 + 1 : r * 66 + 65, c * 66 + 1 : c * 66 + 65] = t
     Image.fromarray(grid).resize((grid.shape[1] * 2, grid.shape[0] * 2), Image.NEAREST).save(path)
-    return time.time() - t0
+    return {"seconds": time.time() - t0, "images": len(tiles), "tokens_per_forward": tokens / max(1, forwards)}
 
 
 def ship(args) -> dict:
@@ -115,6 +117,7 @@ def ship(args) -> dict:
         extra_files.append("recogniser.safetensors")
     conditioning = {"kind": "caption", "length": gpt.cls_token_num, "snap": snap, **encoder_spec(args.encoder)}
     defaults = DEFAULTS if eagle is not None else DEFAULTS.with_(drafter="jacobi")
+    defaults = defaults.with_(k=min(defaults.k, gpt.vocab_size - 1))
     man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, BUNDLED_NAME, eagle=eagle,
                          extra={"extra_files": extra_files, "recogniser": "recogniser.safetensors" if "recogniser.safetensors" in extra_files else None})
     return man
@@ -129,12 +132,62 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eagle", default=str(r / "drafter" / "eagle.safetensors"))
     p.add_argument("--recogniser", default=str(r / "recogniser" / "recogniser.safetensors"))
     p.add_argument("--encoder", default="minilm", help="text encoder the AR model was trained with")
+    p.add_argument("--runs", default=str(r), help="training runs folder (metrics for the model card)")
+    p.add_argument("--grid", action="store_true", help="also generate the 8×8 sample grid (samples.png)")
+    p.add_argument("--bench-json", default=None, help="a bench report to quote in the model card")
+    p.add_argument("--card-only", action="store_true", help="only (re)write MODEL_CARD.md (and the grid)")
+
+
+RECIPE = [
+    "lantern-studio train data",
+    "lantern-studio train vq --steps 700 --budget-minutes 14 --precision bf16   # stopped by its budget at step 399",
+    "lantern-studio train vq --steps 700 --export",
+    "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq/vq.safetensors --layers 6 --dim 256 --heads 8 \\\n"
+    "    --steps 2200 --budget-minutes 68 --bf16 --eval-every 200",
+    "lantern-studio train recogniser --steps 1200 --budget-minutes 7.3 --threads 1",
+    "lantern-studio train drafter --gpt ~/.cache/lantern-studio/runs/ar/gpt.safetensors --steps 600 --budget-minutes 10",
+    "lantern-studio train ship --grid --bench-json docs/bench-quick.json",
+]
 
 
 def run(args) -> int:
-    man = ship(args)
+    out = Path(args.out)
+    if not args.card_only:
+        man = ship(args)
+    else:
+        from ..models.local import read_manifest
+
+        man = read_manifest(out)
+    grid_info = None
+    if args.grid:
+        from ..models.local import load_model_dir
+
+        pipe = load_model_dir(out)
+        grid_info = sample_grid(pipe, pipe.defaults, out / "samples.png")
+        print(f"sample grid: {grid_info}")
+    from .data import load_dataset
+
+    _, _, data_manifest = load_dataset(args.data)
+    evals = {}
+    if args.bench_json and Path(args.bench_json).exists():
+        evals = {"text": bench_summary(json.loads(Path(args.bench_json).read_text()), args.bench_json)}
+    write_model_card(out, man, Path(args.runs), data_manifest, RECIPE, evals,
+                     "samples.png" if (out / "samples.png").exists() else None)
     print(json.dumps({k: v for k, v in man.items() if k != "conditioning"}, indent=1))
     return 0
+
+
+def bench_summary(report: dict, path: str) -> str:
+    rows = ["| method | speed-up (median) | tokens / target forward | prompt fidelity (top-5) | Δ vs vanilla | Fréchet |",
+            "|---|---|---|---|---|---|"]
+    for m in report.get("methods", []):
+        rows.append(f"| {m['name']} | {_fmt(m.get('speedup_median'), 2)}× | {_fmt(m.get('mean_accepted_length'), 2)} | "
+                    f"{_fmt(m.get('prompt_fidelity'))} | {_fmt(m.get('fidelity_delta'))} | {_fmt(m.get('frechet_distance'), 1)} |")
+    mach = report.get("machine", {})
+    head = (f"Measured by `{mach.get('command', 'lantern-studio bench')}` on {mach.get('cpu')} "
+            f"({mach.get('threads')} threads, {mach.get('date')}); held-out prompts (unseen emoji), "
+            f"{report.get('config', {}).get('n')} prompts × seeds, methods interleaved. Full report: `{path}`.")
+    return head + "\n\n" + "\n".join(rows)
 
 
 # --------------------------------------------------------------------------- model card
