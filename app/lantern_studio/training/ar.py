@@ -224,6 +224,11 @@ def train(args) -> dict:
         if budget.checkpoint_due():
             save()
             log(f"checkpoint at step {step}")
+    if not history or history[-1]["step"] != step:
+        h = evaluate(model, prep, held_idx[: args.eval_images])
+        tr = evaluate(model, prep, train_idx[: args.eval_images])
+        history.append({"step": step, "heldout_nll": h, "train_nll": tr, "wall": wall_before + budget.elapsed})
+        log(f"eval step {step}: held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}")
     save()
     log(f"stopped at step {step} ({'done' if step >= args.steps else 'budget spent'}); checkpoint saved")
     metrics = {"step": step, "target_steps": args.steps, "params": n_params, "wall_seconds": wall_before + budget.elapsed,
