@@ -119,7 +119,7 @@ def ship(args) -> dict:
         extra_files.append("recogniser.safetensors")
     conditioning = {"kind": "caption", "length": gpt.cls_token_num, "snap": snap, **encoder_spec(args.encoder)}
     defaults = DEFAULTS if eagle is not None else DEFAULTS.with_(drafter="jacobi")
-    defaults = defaults.with_(k=min(defaults.k, gpt.vocab_size - 1))
+    defaults = defaults.with_(k=min(defaults.k, gpt.vocab_size - 1), top_k=min(defaults.top_k, gpt.vocab_size))
     man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, BUNDLED_NAME, eagle=eagle,
                          extra={"extra_files": extra_files, "recogniser": "recogniser.safetensors" if "recogniser.safetensors" in extra_files else None})
     return man
