@@ -145,10 +145,14 @@ RECIPE = [
     "lantern-studio train vq --steps 700 --budget-minutes 14 --precision bf16   # stopped by its budget at step 399",
     "lantern-studio train vq --steps 700 --export",
     "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq/vq.safetensors --layers 6 --dim 256 --heads 8 \\\n"
-    "    --steps 2200 --budget-minutes 68 --bf16 --eval-every 200",
+    "    --steps 2200 --budget-minutes 68 --bf16 --eval-every 200   # stopped by hand after the step-1361 checkpoint",
+    "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq/vq.safetensors --layers 6 --dim 256 --heads 8 \\\n"
+    "    --steps 1361 --bf16   # export at step 1361 (a 2200-step cosine schedule cut at 62%)",
     "lantern-studio train recogniser --steps 1200 --budget-minutes 7.3 --threads 1",
     "lantern-studio train drafter --gpt ~/.cache/lantern-studio/runs/ar/gpt.safetensors --steps 600 --budget-minutes 9 --batch 16 --cfg 4.0",
-    "lantern-studio train ship --grid --bench-json docs/bench-quick.json",
+    "lantern-studio train ship",
+    "lantern-studio bench --n 8 --json docs/bench-emoji64.json --out docs/bench",
+    "lantern-studio train ship --card-only --grid --bench-json docs/bench-emoji64.json",
 ]
 
 
