@@ -35,8 +35,8 @@ GRID_PROMPTS = [
 
 # Sampling defaults picked by looking at samples of the trained model (cleaner at a
 # slightly lower temperature with top-k); the decoding defaults come from the bench.
-DEFAULTS = GenerationSettings(temperature=0.9, top_k=100, top_p=1.0, cfg_scale=4.0, drafter="eagle", draft_length=6,
-                              k=64, delta=0.1)
+DEFAULTS = GenerationSettings(temperature=0.9, top_k=100, top_p=1.0, cfg_scale=4.0, drafter="jacobi", draft_length=6,
+                              k=64, delta=0.2)  # the bench's default pick (docs/bench-emoji64.json)
 
 
 def _load_json(path: Path) -> dict:
@@ -118,7 +118,7 @@ def ship(args) -> dict:
         save_weights(sd, out / "recogniser.safetensors", cfg, "recogniser")
         extra_files.append("recogniser.safetensors")
     conditioning = {"kind": "caption", "length": gpt.cls_token_num, "snap": snap, **encoder_spec(args.encoder)}
-    defaults = DEFAULTS if eagle is not None else DEFAULTS.with_(drafter="jacobi")
+    defaults = DEFAULTS
     defaults = defaults.with_(k=min(defaults.k, gpt.vocab_size - 1), top_k=min(defaults.top_k, gpt.vocab_size))
     man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, BUNDLED_NAME, eagle=eagle,
                          extra={"extra_files": extra_files, "recogniser": "recogniser.safetensors" if "recogniser.safetensors" in extra_files else None})
