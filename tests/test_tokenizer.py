@@ -19,15 +19,6 @@ from lantern_studio.engine.tokenizer import (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny convolutions: one thread avoids OpenMP barrier stalls when the cores are shared.
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
-
-
 def tiny_args(**kw) -> VQArgs:
     base = dict(codebook_size=64, codebook_embed_dim=4, ch=32, encoder_ch_mult=[1, 2],
                 decoder_ch_mult=[1, 2], z_channels=16, num_res_blocks=1)

@@ -18,14 +18,6 @@ from lantern_studio.training import ar, drafter, ship, vq
 SUBGROUPS = ["animal-mammal", "food-fruit", "heart"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
-
-
 def parse(module, argv):
     p = argparse.ArgumentParser()
     module.add_arguments(p)

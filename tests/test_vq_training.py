@@ -16,14 +16,6 @@ TINY = json.dumps({"ch": 32, "encoder_ch_mult": [1, 1], "decoder_ch_mult": [1, 1
                    "codebook_size": 32, "codebook_embed_dim": 4})
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
-
-
 @pytest.fixture
 def dataset(tmp_path):
     rng = np.random.default_rng(0)

@@ -42,22 +42,28 @@ def read_torch_state_dict(path) -> dict:
     return obj
 
 
-def load_state_strict(module: torch.nn.Module, sd: dict, path) -> None:
-    """load_state_dict(strict) with a readable error listing what did not fit."""
+def describe_mismatch(module: torch.nn.Module, sd: dict):
+    """What keeps ``sd`` from loading strictly into ``module`` (None when it fits)."""
     own = module.state_dict()
     missing = sorted(set(own) - set(sd))
     unexpected = sorted(set(sd) - set(own))
-    wrong = sorted(k for k in set(own) & set(sd) if own[k].shape != sd[k].shape)
-    if missing or unexpected or wrong:
-        parts = []
-        if missing:
-            parts.append(f"missing {len(missing)} keys (e.g. {', '.join(missing[:3])})")
-        if unexpected:
-            parts.append(f"unexpected {len(unexpected)} keys (e.g. {', '.join(unexpected[:3])})")
-        if wrong:
-            k = wrong[0]
-            parts.append(f"{len(wrong)} shape mismatches (e.g. {k}: file {tuple(sd[k].shape)} vs model {tuple(own[k].shape)})")
-        raise CheckpointError(f"{path}: weights do not fit this architecture: " + "; ".join(parts))
+    wrong = sorted(k for k in set(own) & set(sd) if tuple(own[k].shape) != tuple(sd[k].shape))
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} missing key(s), e.g. {missing[:5]}")
+    if unexpected:
+        parts.append(f"{len(unexpected)} unexpected key(s), e.g. {unexpected[:5]}")
+    if wrong:
+        parts.append(f"{len(wrong)} shape mismatch(es), e.g. " + ", ".join(
+            f"{k}: file {tuple(sd[k].shape)} vs model {tuple(own[k].shape)}" for k in wrong[:3]))
+    return "; ".join(parts) or None
+
+
+def load_state_strict(module: torch.nn.Module, sd: dict, path) -> None:
+    """load_state_dict(strict) with a readable error listing what did not fit."""
+    problem = describe_mismatch(module, sd)
+    if problem:
+        raise CheckpointError(f"{path}: weights do not fit this architecture: {problem}")
     module.load_state_dict(sd, strict=True)
 
 

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from .checkpoints import describe_mismatch as _describe_mismatch
 
 __all__ = [
     "VQArgs",
@@ -529,22 +530,6 @@ def infer_vq_args(sd: Mapping[str, torch.Tensor]) -> VQArgs:
 
 def _largest_divisor_le(n: int, cap: int) -> int:
     return max(d for d in range(1, cap + 1) if n % d == 0)
-
-
-def _describe_mismatch(model: nn.Module, sd: Mapping[str, torch.Tensor]) -> str | None:
-    own = model.state_dict()
-    missing = sorted(set(own) - set(sd))
-    unexpected = sorted(set(sd) - set(own))
-    wrong = sorted(k for k in set(own) & set(sd) if tuple(own[k].shape) != tuple(sd[k].shape))
-    parts = []
-    if missing:
-        parts.append(f"{len(missing)} missing key(s), e.g. {missing[:5]}")
-    if unexpected:
-        parts.append(f"{len(unexpected)} unexpected key(s), e.g. {unexpected[:5]}")
-    if wrong:
-        parts.append(f"{len(wrong)} shape mismatch(es), e.g. " + ", ".join(
-            f"{k}: file {tuple(sd[k].shape)} vs model {tuple(own[k].shape)}" for k in wrong[:3]))
-    return "; ".join(parts) or None
 
 
 def load_llamagen_vq(path: str | os.PathLike, *, map_location: str | torch.device = "cpu",
