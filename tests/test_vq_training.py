@@ -119,3 +119,33 @@ def test_evaluate_and_kmeans():
     c = vq.spherical_kmeans(pts, 8, 5, g)
     assert c.shape == (8, 4)
     torch.testing.assert_close(c.norm(dim=1), torch.ones(8))
+
+
+def test_decoder_only_keeps_every_token(dataset, tmp_path, capsys):
+    # a first tokenizer, then a decoder-only fine-tune from its exported weights
+    base = tmp_path / "base.safetensors"
+    assert vq.run(cli(dataset, tmp_path / "run0", "--steps", "4", "--out", str(base))) == 0
+    assert vq.run(cli(dataset, tmp_path / "bad", "--steps", "2", "--decoder-only")) == 2
+    assert "--decoder-only needs --init-from" in capsys.readouterr().err
+
+    fine = tmp_path / "fine.safetensors"
+    run = tmp_path / "run1"
+    common = ("--init-from", str(base), "--decoder-only", "--lr", "3e-3")
+    assert vq.run(cli(dataset, run, "--steps", "6", "--stop-after", "3", *common)) == 0
+    # resuming without the flag is refused (the optimizer holds only decoder weights)
+    assert vq.run(cli(dataset, run, "--steps", "6", "--init-from", str(base))) == 2
+    assert "--decoder-only" in capsys.readouterr().err
+    assert vq.run(cli(dataset, run, "--steps", "6", "--out", str(fine), *common)) == 0
+    out = capsys.readouterr().out
+    assert "k-means" not in out and "resuming from step 3" in out
+
+    a, b = load_vq(base), load_vq(fine)
+    sa, sb = a.state_dict(), b.state_dict()
+    changed = {name for name in sa if not torch.equal(sa[name], sb[name])}
+    decoder = {name for name in sa if name.startswith(vq.DECODER_PREFIXES)}
+    assert changed <= decoder  # encoder, quant_conv and codebook untouched
+    assert len(changed) >= 0.8 * len(decoder)  # (an attention key bias gets no gradient at all)
+    assert "decoder.conv_out.weight" in changed and "post_quant_conv.weight" in changed
+    images = torch.from_numpy(vq.load_vq_data(dataset).train[:8]).permute(0, 3, 1, 2).float() / 127.5 - 1
+    assert torch.equal(a.encode(images), b.encode(images))
+    assert json.loads((run / vq.METRICS_NAME).read_text())["decoder_only"] is True

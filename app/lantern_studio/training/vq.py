@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from lantern_studio import paths
-from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, save_vq
 from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
@@ -62,6 +62,8 @@ CHECKPOINT_NAME = "checkpoint.pt"
 LOG_NAME = "train.log"
 METRICS_NAME = "metrics.json"
 _CKPT_FORMAT = "lantern-studio-vq-train"
+# what --decoder-only trains (everything after the codebook lookup)
+DECODER_PREFIXES = ("decoder.", "post_quant_conv.")
 _WHITE = 1.0  # background value in [-1, 1]
 
 
@@ -290,7 +292,18 @@ class _Trainer:
             vq_args = VQArgs.from_dict(json.loads(resumed["vq_args"]))
             if a.vq_args and vq_args.to_dict() != self._requested_args().to_dict():
                 self.log("note: --vq-args differs from the checkpoint's architecture; using the checkpoint's")
+            if bool(resumed.get("decoder_only", False)) != bool(a.decoder_only):
+                raise ValueError(f"{self.ckpt_path}: this run was started "
+                                 f"{'with' if resumed.get('decoder_only') else 'without'} --decoder-only; "
+                                 f"re-run it the same way, or use another --run folder")
+            init = None
+        elif a.init_from:
+            init = load_vq(a.init_from)  # raises CheckpointError naming the file
+            vq_args = init.args
         else:
+            if a.decoder_only:
+                raise ValueError("--decoder-only needs --init-from (a trained vq.safetensors whose codes stay fixed)")
+            init = None
             vq_args = self._requested_args()
         self.vq_args = vq_args
         f = vq_args.downsample_factor
@@ -300,8 +313,17 @@ class _Trainer:
 
         torch.manual_seed(a.seed)
         self.model = VQModel(vq_args).to(self.device)
+        if init is not None:
+            self.model.load_state_dict({k: v.float() for k, v in init.state_dict().items()})
+        if a.decoder_only:
+            # encoder, quant_conv and codebook frozen: every image keeps its tokens,
+            # so an AR model trained on them stays valid; only the way back improves
+            for name, p in self.model.named_parameters():
+                p.requires_grad_(name.startswith(DECODER_PREFIXES))
         decay, no_decay = [], []
         for name, p in self.model.named_parameters():
+            if not p.requires_grad:
+                continue
             (no_decay if p.ndim < 2 or "norm" in name or name.startswith("quantize.") else decay).append(p)
         self.opt = torch.optim.AdamW(
             [{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
@@ -309,7 +331,7 @@ class _Trainer:
         self.gen = torch.Generator().manual_seed(a.seed)
         self.step = 0
         self.wall = 0.0
-        self.kmeans_done = False
+        self.kmeans_done = init is not None
         self.last_used = torch.zeros(vq_args.codebook_size, dtype=torch.long)
         self.perm = torch.randperm(len(data.train), generator=self.gen)
         self.perm_pos = 0
@@ -367,6 +389,7 @@ class _Trainer:
             "vq_args": self.vq_args.to_json(),
             "data_sha256": self.data.sha256,
             "history": json.dumps(self.history),
+            "decoder_only": bool(self.a.decoder_only),
         }, self.ckpt_path)
 
     # -- batches -----------------------------------------------------------
@@ -456,7 +479,7 @@ class _Trainer:
         gnorm = torch.nn.utils.clip_grad_norm_(m.parameters(), a.grad_clip) if a.grad_clip > 0 else torch.zeros(())
         self.opt.step()
         with torch.no_grad():
-            if m.quantize.l2_norm:  # keep raw codes on the sphere so their effective step size stays put
+            if m.quantize.l2_norm and not a.decoder_only:  # keep raw codes on the sphere so their effective step size stays put
                 w = m.quantize.embedding.weight
                 w.copy_(F.normalize(w, dim=-1))
         idx = info["indices"].detach()
@@ -464,7 +487,7 @@ class _Trainer:
         self.last_used[used] = self.step
         self.step += 1
         restarted = 0
-        if (self.kmeans_done and a.restart_every > 0 and self.step % a.restart_every == 0
+        if (self.kmeans_done and not a.decoder_only and a.restart_every > 0 and self.step % a.restart_every == 0
                 and self.step < a.restart_until * a.steps):
             restarted = self.restart_dead(info["latents"], idx)
         with torch.no_grad():
@@ -548,6 +571,8 @@ class _Trainer:
             "params": self.model.num_params(),
             "batch": int(self.a.batch),
             "precision": "bf16-autocast" if self.amp else "fp32",
+            "decoder_only": bool(self.a.decoder_only),
+            "init_from": str(self.a.init_from) if self.a.init_from else None,
             "data": str(self.data.path),
             "images_sha256": self.data.sha256,
             "vq_args": self.vq_args.to_dict(),
@@ -587,6 +612,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--export", action="store_true",
                    help="don't train: export the checkpoint's weights and metrics now")
     g.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+    g.add_argument("--init-from", type=Path, default=None,
+                   help="start from these weights (a vq.safetensors) instead of scratch; no k-means")
+    g.add_argument("--decoder-only", action="store_true",
+                   help="with --init-from: train only the decoder; encoder and codebook stay fixed, so every "
+                        "image keeps its tokens and an AR model trained on them stays valid")
 
     g = parser.add_argument_group("optimisation")
     g.add_argument("--batch", type=int, default=32, help="batch size (default: 32)")
