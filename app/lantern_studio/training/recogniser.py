@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -57,6 +56,7 @@ from lantern_studio import paths
 from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
+from .common import run_resumable
 
 __all__ = [
     "KIND",
@@ -705,73 +705,21 @@ def run(args: argparse.Namespace) -> int:
     a.data = Path(a.data) if a.data else _default_data_dir()
     a.run = Path(a.run) if a.run else paths.runs_dir() / "recogniser"
     out = Path(a.out) if a.out else a.run / WEIGHTS_NAME
-    try:
-        _check_args(a)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    a.run.mkdir(parents=True, exist_ok=True)
-    log_file = open(a.run / LOG_NAME, "a", encoding="utf-8")
 
-    def log(msg: str) -> None:
-        print(msg, flush=True)
-        log_file.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
-        log_file.flush()
+    def build(log):
+        trainer = _Trainer(a, load_recogniser_data(a.data, label=a.label), log)
+        trainer.setup()
+        return trainer
 
-    prev_threads = torch.get_num_threads()
-    torch.set_num_threads(a.threads)
-    stop_flag = threading.Event()
-    old_handler = None
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        def on_term(signum, frame):  # noqa: ARG001
-            stop_flag.set()
-        old_handler = signal.signal(signal.SIGTERM, on_term)
-    try:
-        try:
-            data = load_recogniser_data(a.data, label=a.label)
-            trainer = _Trainer(a, data, log)
-            if a.export and not trainer.ckpt_path.is_file():
-                raise ValueError(f"{trainer.ckpt_path}: no checkpoint to export (train first)")
-            trainer.setup()
-        except (FileNotFoundError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        if data.note:
-            log(f"note: {data.note}")
-        if a.export:
-            trainer.export(out)
-            return 0
-        if trainer.step < a.steps:
-            log(f"training recogniser ({trainer.cfg.label}, {trainer.cfg.num_classes} classes): "
-                f"{trainer.model.num_params() / 1e6:.2f} M params, {len(data.train_idx)} train / "
-                f"{len(data.heldout_idx)} held-out images, batch {a.batch}, {a.balance}-balanced, "
-                f"{a.threads} thread(s), step {trainer.step} -> {a.steps}; run folder {a.run}")
-            try:
-                trainer.loop(stop_flag)
-            except KeyboardInterrupt:
-                trainer.save_checkpoint()
-                log(f"interrupted at step {trainer.step}; checkpoint saved, re-run the same command to resume")
-                return 130
-            if trainer.stop_reason == "interrupted":
-                log(f"interrupted at step {trainer.step}; checkpoint saved, re-run the same command to resume")
-                return 130
-        if trainer.step < a.steps:
-            log(f"stopped at step {trainer.step}/{a.steps} ({trainer.stop_reason}); checkpoint saved to "
-                f"{trainer.ckpt_path}; re-run the same command to resume")
-            if trainer.steps_this_run == 0:
-                return 0
-        elif trainer.steps_this_run == 0 and out.is_file():
-            log(f"already trained to step {trainer.step}; {out} is up to date (--export rewrites it, "
-                "a larger --steps continues)")
-            return 0
-        trainer.export(out)
-        return 0
-    finally:
-        if in_main and old_handler is not None:
-            signal.signal(signal.SIGTERM, old_handler)
-        torch.set_num_threads(prev_threads)
-        log_file.close()
+    def describe(t: "_Trainer") -> str:
+        d = t.data
+        return (f"training recogniser ({t.cfg.label}, {t.cfg.num_classes} classes): "
+                f"{t.model.num_params() / 1e6:.2f} M params, {len(d.train_idx)} train / "
+                f"{len(d.heldout_idx)} held-out images, batch {a.batch}, {a.balance}-balanced, "
+                f"{a.threads} thread(s), step {t.step} -> {a.steps}; run folder {a.run}")
+
+    return run_resumable(a, out=out, log_name=LOG_NAME, checkpoint=CHECKPOINT_NAME, check=_check_args,
+                         build=build, describe=describe)
 
 
 def main(argv: list[str] | None = None) -> int:

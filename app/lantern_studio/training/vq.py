@@ -25,7 +25,6 @@ import argparse
 import json
 import math
 import os
-import signal
 import sys
 import threading
 import time
@@ -42,6 +41,7 @@ from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, save_vq
 from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
+from .common import run_resumable
 from ..engine.checkpoints import sha256_file as _sha256
 
 __all__ = [
@@ -684,68 +684,21 @@ def run(args: argparse.Namespace) -> int:
     a.data = Path(a.data) if a.data else paths.data_dir() / DEFAULT_DATASET
     a.run = Path(a.run) if a.run else paths.runs_dir() / "vq"
     out = Path(a.out) if a.out else a.run / "vq.safetensors"
-    try:
-        _check_args(a)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    a.run.mkdir(parents=True, exist_ok=True)
-    log_file = open(a.run / LOG_NAME, "a", encoding="utf-8")
 
-    def log(msg: str) -> None:
-        line = f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}"
-        print(msg, flush=True)
-        log_file.write(line + "\n")
-        log_file.flush()
+    def build(log):
+        trainer = _Trainer(a, log)
+        trainer.setup(load_vq_data(a.data))
+        return trainer
 
-    prev_threads = torch.get_num_threads()
-    torch.set_num_threads(a.threads)
-    stop_flag = threading.Event()
-    old_handler = None
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        def on_term(signum, frame):  # noqa: ARG001
-            stop_flag.set()
-        old_handler = signal.signal(signal.SIGTERM, on_term)
-    trainer = None
-    try:
-        try:
-            data = load_vq_data(a.data)
-            trainer = _Trainer(a, log)
-            if a.export and not trainer.ckpt_path.is_file():
-                raise ValueError(f"{trainer.ckpt_path}: no checkpoint to export (train first)")
-            trainer.setup(data)
-        except (FileNotFoundError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        if data.note:
-            log(f"note: {data.note}")
-        if a.export:
-            trainer.export(out)
-            return 0
-        if trainer.step < a.steps:
-            log(f"training VQ tokenizer: {trainer.model.num_params() / 1e6:.2f} M params, "
-                f"{len(data.train)} train / {len(data.heldout)} held-out images "
-                f"{data.train.shape[1]}x{data.train.shape[2]}, batch {a.batch}, "
-                f"{'bf16 autocast' if trainer.amp else 'fp32'}, {a.threads} threads, "
-                f"step {trainer.step} -> {a.steps}; run folder {a.run}")
-            try:
-                trainer.loop(stop_flag)
-            except KeyboardInterrupt:
-                trainer.save_checkpoint()
-                log(f"interrupted at step {trainer.step}; checkpoint saved, re-run the same command to resume")
-                return 130
-        if trainer.step < a.steps:
-            log(f"stopped at step {trainer.step}/{a.steps} ({trainer.stop_reason}); checkpoint saved to "
-                f"{trainer.ckpt_path}; re-run the same command to resume")
-            return 143 if trainer.stop_reason == "interrupted" else 0
-        trainer.export(out)
-        return 0
-    finally:
-        if in_main and old_handler is not None:
-            signal.signal(signal.SIGTERM, old_handler)
-        torch.set_num_threads(prev_threads)
-        log_file.close()
+    def describe(t: "_Trainer") -> str:
+        d = t.data
+        return (f"training VQ tokenizer{' decoder (codes fixed)' if a.decoder_only else ''}: "
+                f"{t.model.num_params() / 1e6:.2f} M params, {len(d.train)} train / {len(d.heldout)} held-out images "
+                f"{d.train.shape[1]}x{d.train.shape[2]}, batch {a.batch}, {'bf16 autocast' if t.amp else 'fp32'}, "
+                f"{a.threads} threads, step {t.step} -> {a.steps}; run folder {a.run}")
+
+    return run_resumable(a, out=out, log_name=LOG_NAME, checkpoint=CHECKPOINT_NAME, check=_check_args,
+                         build=build, describe=describe)
 
 
 def main(argv: list[str] | None = None) -> int:
