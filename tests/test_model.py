@@ -74,6 +74,10 @@ def test_official_layout_roundtrip(tmp_path, kind):
     torch.save(gpt.state_dict(), tmp_path / "bare.pt")
     bare = load_llamagen_gpt(tmp_path / "bare.pt", **gpt.config.to_dict())
     assert torch.equal(bare.output.weight, gpt.output.weight)
+    # zip checkpoints are memory-mapped; the legacy (pre-zip) format can't be and is read as before
+    torch.save({"model": gpt.state_dict()}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    legacy = load_llamagen_gpt(tmp_path / "legacy.pt", **gpt.config.to_dict())
+    assert torch.equal(legacy.output.weight, gpt.output.weight)
 
 
 def test_state_dict_keys_match_official_names():

@@ -29,7 +29,12 @@ def read_torch_state_dict(path) -> dict:
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        try:  # memory-mapped: the tensors stay file-backed pages, so loading a big model needs ~1x its RAM, not 2x
+            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as e:
+            if "mmap" not in str(e):  # only the legacy (pre-zip) format can't be mapped
+                raise
+            obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # pickle errors, truncated zip, foreign objects
         raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
     if isinstance(obj, dict):
