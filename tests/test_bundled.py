@@ -1,0 +1,56 @@
+"""The shipped emoji-64 model itself: its files are the ones its card names,
+it loads, a fixed seed repeats, and odd prompts have a defined outcome."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import numpy as np
+import pytest
+
+from lantern_studio.engine.text import PromptError
+from lantern_studio.models import bundled_dir, load_pipeline
+
+FOLDER = bundled_dir()
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    return load_pipeline(verify=True)  # verify: every file's sha256 against model.json
+
+
+def test_model_card_names_the_shipped_files():
+    card = (FOLDER / "MODEL_CARD.md").read_text()
+    manifest = json.loads((FOLDER / "model.json").read_text())
+    listed = dict(re.findall(r"^\* `([^`]+)` — [\d.]+ MB — `([0-9a-f]{64})`$", card, re.M))
+    assert listed == manifest["files"]
+    for name, digest in listed.items():
+        assert hashlib.sha256((FOLDER / name).read_bytes()).hexdigest() == digest, name
+    total = sum(p.stat().st_size for p in FOLDER.parent.parent.rglob("*") if p.is_file())
+    assert total < 60e6, f"resources/ holds {total / 1e6:.1f} MB"
+
+
+def test_fixed_seed_gives_the_same_image_twice(pipe):
+    s = pipe.defaults.with_(seed=7)
+    a = pipe.generate("a red heart", s)
+    b = pipe.generate("a red heart", s)
+    assert a.image.shape == (64, 64, 3) and a.image.dtype == np.uint8
+    assert np.array_equal(a.image, b.image)
+    assert a.stats.tokens == 256
+    c = pipe.generate("a red heart", s.with_(seed=8))
+    assert not np.array_equal(a.image, c.image)
+
+
+def test_odd_prompts_have_a_defined_outcome(pipe):
+    with pytest.raises(PromptError, match="empty"):
+        pipe.generate("   ", pipe.defaults)
+    with pytest.raises(PromptError, match="1000 characters"):
+        pipe.generate("x" * 1001, pipe.defaults)
+    # out of vocabulary: matched to the nearest training caption, which the note names
+    cond = pipe.conditioner("zxqv blorptastic")
+    assert cond.note.startswith("nearest caption: ")
+    # long but allowed: the caption prefix is truncated to the model's length
+    long = pipe.conditioner("a red heart " * 80)
+    assert long.cond.shape[1] == pipe.gpt.cls_token_num
