@@ -88,12 +88,14 @@ def test_all_training_commands_end_to_end(dataset, tmp_path):
     s_args = parse(ship, ["--out", str(out), "--data", str(dataset), "--vq", str(vq_file),
                           "--gpt", str(runs / "ar" / "gpt.safetensors"), "--eagle",
                           str(runs / "drafter" / "eagle.safetensors"), "--recogniser", str(tmp_path / "none"),
-                          "--encoder", "hash:16", "--runs", str(runs), "--grid"])
+                          "--encoder", "hash:16", "--grid"])
     assert ship.run(s_args) == 0
     man = json.loads((out / "model.json").read_text())
     assert set(man["files"]) >= {"gpt.safetensors", "vq.safetensors", "eagle.safetensors", "captions.json"}
     card = (out / "MODEL_CARD.md").read_text()
     assert man["files"]["gpt.safetensors"] in card and "samples.png" in card and "CC-BY 4.0" in card
+    arm = json.loads((runs / "ar" / "metrics.json").read_text())  # the card quotes the metrics beside each file
+    assert f"held-out NLL {arm['heldout_nll']:.3f}" in card
 
     pipe = load_pipeline(str(out), verify=True)
     s = GenerationSettings(seed=5, drafter="eagle", k=4, delta=0.1, cfg_scale=2.0)
@@ -102,3 +104,25 @@ def test_all_training_commands_end_to_end(dataset, tmp_path):
     assert a.image.shape == (64, 64, 3)
     assert np.array_equal(a.image, b.image)
     assert "nearest caption: red square" in a.note
+
+
+def test_targets_table_marks_met_and_missed():
+    from lantern_studio.engine.settings import GenerationSettings
+
+    metrics = {"vq": {"heldout_psnr": 26.4, "codes_used_fraction": 0.95}, "recogniser": {"heldout_top5": 0.87}}
+    report = {"config": {"n": 76}, "methods": [
+        {"name": "vanilla", "prompt_fidelity": 0.55, "mean_accepted_length": 1.0},
+        {"name": "exact-jacobi", "family": "exact", "drafter": "jacobi", "mean_accepted_length": 1.9},
+        {"name": "lantern-jacobi-k64-d0.2", "family": "jacobi-relaxed", "drafter": "jacobi", "k": 64, "delta": 0.2,
+         "prompt_fidelity": 0.53, "fidelity_delta": -0.02, "mean_accepted_length": 3.2},
+    ]}
+    table = ship.targets_table(metrics, report, GenerationSettings(drafter="jacobi", k=64, delta=0.2))
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
+    assert rows["tokenizer held-out PSNR ≥ 26 dB"].endswith("| met |")
+    assert "55.0 %" in rows["vanilla prompt fidelity ≥ 60 % top-5 on held-out prompts (n = 76)"]
+    assert rows["vanilla prompt fidelity ≥ 60 % top-5 on held-out prompts (n = 76)"].endswith("**missed** |")
+    assert "-2.0 points" in table and "(exact, δ = 0: 1.90)" in table
+    assert rows["LANTERN default mean accepted length ≥ 3"].endswith("| met |")
+    # a default the report didn't run shows as unmeasured, not as met
+    other = ship.targets_table(metrics, report, GenerationSettings(drafter="jacobi", k=16, delta=0.1))
+    assert "| LANTERN default mean accepted length ≥ 3 | — " in other and other.count("| — |") == 2

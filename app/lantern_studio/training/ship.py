@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -134,9 +135,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eagle", default=str(r / "drafter" / "eagle.safetensors"))
     p.add_argument("--recogniser", default=str(r / "recogniser" / "recogniser.safetensors"))
     p.add_argument("--encoder", default="minilm", help="text encoder the AR model was trained with")
-    p.add_argument("--runs", default=str(r), help="training runs folder (metrics for the model card)")
     p.add_argument("--grid", action="store_true", help="also generate the 8×8 sample grid (samples.png)")
-    p.add_argument("--bench-json", default=None, help="a bench report to quote in the model card")
+    p.add_argument("--bench-json", nargs="+", default=[], help="bench reports to quote in the model card (the "
+                   "first with vanilla and the default method gives the targets table)")
     p.add_argument("--card-only", action="store_true", help="only (re)write MODEL_CARD.md (and the grid)")
 
 
@@ -174,26 +175,59 @@ def run(args) -> int:
     from .data import load_dataset
 
     _, _, data_manifest = load_dataset(args.data)
-    evals = {}
-    if args.bench_json and Path(args.bench_json).exists():
-        evals = {"text": bench_summary(json.loads(Path(args.bench_json).read_text()), args.bench_json)}
-    write_model_card(out, man, Path(args.runs), data_manifest, RECIPE, evals,
+    reports = [(path, json.loads(Path(path).read_text())) for path in args.bench_json]
+    metrics = {part: _load_json(Path(getattr(args, part)).parent / "metrics.json")
+               for part in ("vq", "gpt", "eagle", "recogniser")}
+    write_model_card(out, man, metrics, data_manifest, RECIPE, reports,
                      "samples.png" if (out / "samples.png").exists() else None)
     print(json.dumps({k: v for k, v in man.items() if k != "conditioning"}, indent=1))
     return 0
 
 
 def bench_summary(report: dict, path: str) -> str:
-    rows = ["| method | speed-up (median) | tokens / target forward | prompt fidelity (top-5) | Δ vs vanilla | Fréchet |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| method | speed-up (median) | tokens / target forward | drafter share | prompt fidelity (top-5) "
+            "| Δ vs vanilla | Fréchet |", "|---|---|---|---|---|---|---|"]
     for m in report.get("methods", []):
         rows.append(f"| {m['name']} | {_fmt(m.get('speedup_median'), 2)}× | {_fmt(m.get('mean_accepted_length'), 2)} | "
-                    f"{_fmt(m.get('prompt_fidelity'))} | {_fmt(m.get('fidelity_delta'))} | {_fmt(m.get('frechet_distance'), 1)} |")
+                    f"{_fmt(m.get('drafter_cost_share'), 2)} | {_fmt(m.get('prompt_fidelity'))} | "
+                    f"{_fmt(m.get('fidelity_delta'))} | {_fmt(m.get('frechet_distance'), 1)} |")
     mach = report.get("machine", {})
-    head = (f"Measured by `{mach.get('command', 'lantern-studio bench')}` on {mach.get('cpu')} "
-            f"({mach.get('threads')} threads, {mach.get('date')}); held-out prompts (unseen emoji), "
-            f"{report.get('config', {}).get('n')} prompts × seeds, methods interleaved. Full report: `{path}`.")
+    head = (f"`{mach.get('command', 'lantern-studio bench')}` on {mach.get('cpu')} "
+            f"({mach.get('threads')} thread(s), {mach.get('date')}): {report.get('config', {}).get('n')} held-out "
+            f"prompts (unseen emoji), one seed each, methods interleaved. Full report: `{path}`.")
     return head + "\n\n" + "\n".join(rows)
+
+
+def targets_table(metrics: dict, report: dict | None, defaults) -> str:
+    """The issue's targets beside what was measured (from the first bench report)."""
+    vqm, rm = metrics.get("vq", {}), metrics.get("recogniser", {})
+    by_name = {m["name"]: m for m in (report or {}).get("methods", [])}
+    van = by_name.get("vanilla", {})
+    family = "jacobi-relaxed" if defaults.drafter == "jacobi" else "lantern"
+    default = next((m for m in by_name.values() if m.get("family") == family and m.get("k") == defaults.k
+                    and m.get("delta") == defaults.delta and m.get("drafter") == defaults.drafter), {})
+    exact = by_name.get(f"exact-{defaults.drafter}", {})
+    n = (report or {}).get("config", {}).get("n")
+
+    def pct(x):
+        return "—" if x is None else f"{100 * x:.1f} %"
+
+    def mark(ok):
+        return "—" if ok is None else ("met" if ok else "**missed**")
+
+    psnr, used = vqm.get("heldout_psnr"), vqm.get("codes_used_fraction")
+    fid, dfid = van.get("prompt_fidelity"), default.get("fidelity_delta")
+    acc = default.get("mean_accepted_length")
+    rows = ["| target | measured | |", "|---|---|---|",
+            f"| tokenizer held-out PSNR ≥ 26 dB | {_fmt(psnr, 2)} dB | {mark(None if psnr is None else psnr >= 26)} |",
+            f"| codes used ≥ 90 % | {pct(used)} | {mark(None if used is None else used >= 0.9)} |",
+            f"| vanilla prompt fidelity ≥ 60 % top-5 on held-out prompts (n = {n}) | {pct(fid)} (real-image ceiling "
+            f"{pct(rm.get('heldout_top5'))}) | {mark(None if fid is None else fid >= 0.6)} |",
+            f"| LANTERN default ({default.get('name', '—')}) fidelity within 3 points of vanilla | "
+            f"{'—' if dfid is None else f'{100 * dfid:+.1f} points'} | {mark(None if dfid is None else dfid >= -0.03)} |",
+            f"| LANTERN default mean accepted length ≥ 3 | {_fmt(acc, 2)} tokens / target forward (exact, δ = 0: "
+            f"{_fmt(exact.get('mean_accepted_length'), 2)}) | {mark(None if acc is None else acc >= 3)} |"]
+    return "\n".join(rows)
 
 
 # --------------------------------------------------------------------------- model card
@@ -216,12 +250,17 @@ def _fmt(x, nd=3):
     return "—" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
 
 
-def write_model_card(out: Path, man: dict, runs: Path, data_manifest: dict, commands: list, evals: dict,
+def write_model_card(out: Path, man: dict, metrics: dict, data_manifest: dict, commands: list, reports: list,
                      grid: str | None) -> Path:
-    vqm = _load_json(runs / "vq" / "metrics.json")
-    arm = _load_json(runs / "ar" / "metrics.json")
-    dm = _load_json(runs / "drafter" / "metrics.json")
-    rm = _load_json(runs / "recogniser" / "metrics.json")
+    """MODEL_CARD.md from the manifest, each part's metrics.json (``metrics`` keyed vq/gpt/eagle/recogniser),
+    the dataset manifest, the recipe and bench reports [(path, report)]."""
+    from ..engine.settings import GenerationSettings
+    from ..eval.bench import machine_info
+
+    vqm, arm, dm, rm = (metrics.get(k, {}) for k in ("vq", "gpt", "eagle", "recogniser"))
+    vq_steps = vqm.get("steps", "—")
+    if vqm.get("decoder_only"):
+        vq_steps = f"{vqm.get('init_steps') or '?'} + {vq_steps} decoder-only"
     lines = [f"# {man['name']} — the bundled text-to-emoji model", "",
              "A small LlamaGen-architecture text-to-image model (64×64 px, 16×16 = 256 tokens) with a VQ tokenizer, "
              "an EAGLE-style drafter for speculative decoding and a recogniser used to measure prompt fidelity. "
@@ -243,7 +282,7 @@ def write_model_card(out: Path, man: dict, runs: Path, data_manifest: dict, comm
     lines += ["", "## Recipe (exact commands, in order)", "", "```sh", *commands, "```", "",
               "## Training and metrics", "",
               "| part | params | steps | wall | metric |", "|---|---|---|---|---|",
-              f"| tokenizer (VQ, 1024 × 8 codes) | {vqm.get('params', '—')} | {vqm.get('steps', vqm.get('step', '—'))} | "
+              f"| tokenizer (VQ, {vqm.get('codebook_size', '—')} codes) | {vqm.get('params', '—')} | {vq_steps} | "
               f"{_fmt(vqm.get('wall_seconds'), 0)} s | held-out PSNR {_fmt(vqm.get('heldout_psnr', vqm.get('psnr')), 2)} dB, "
               f"codes used {_fmt(vqm.get('codes_used_fraction'), 3)} |",
               f"| AR model (t2i, {arm.get('model_args', {}).get('n_layer', '—')} layers, "
@@ -255,9 +294,13 @@ def write_model_card(out: Path, man: dict, runs: Path, data_manifest: dict, comm
               f"| recogniser (subgroups) | {rm.get('params', '—')} | {rm.get('steps', '—')} | "
               f"{_fmt(rm.get('wall_seconds'), 0)} s | real held-out top-1 {_fmt(rm.get('heldout_top1'))}, "
               f"top-5 {_fmt(rm.get('heldout_top5'))} (the fidelity ceiling) |", "",
-              "Hardware: " + platform.processor() + f" ({platform.machine()}), 2 CPU cores, no GPU.", ""]
-    if evals:
-        lines += ["## Generation quality and speed", "", evals.get("text", ""), ""]
+              f"Hardware: {machine_info()['cpu']} ({platform.machine()}), {os.cpu_count()} CPU cores, no GPU.", ""]
+    if reports:
+        defaults = GenerationSettings.from_dict(man.get("defaults", {}))
+        lines += ["## Targets", "", targets_table(metrics, reports[0][1], defaults), "",
+                  "## Generation quality and speed", ""]
+        for path, report in reports:
+            lines += [bench_summary(report, path), ""]
     if grid:
         lines += ["## Samples", "", f"![samples]({grid})", "",
                   "Rows: seeds; columns: " + ", ".join(f"“{p}”" for p in GRID_PROMPTS[:8]) + ".", ""]

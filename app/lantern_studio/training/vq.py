@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from lantern_studio import paths
-from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, save_vq
+from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, read_vq_args, save_vq
 from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
@@ -275,6 +275,7 @@ class _Trainer:
         self.ckpt_path = self.run_dir / CHECKPOINT_NAME
         self.device = torch.device(args.device)
         self.stop_reason: str | None = None
+        self.init_steps = 0  # steps behind the --init-from weights
 
     # -- state -------------------------------------------------------------
     def setup(self, data: VQData) -> None:
@@ -300,6 +301,7 @@ class _Trainer:
         elif a.init_from:
             init = load_vq(a.init_from)  # raises CheckpointError naming the file
             vq_args = init.args
+            self.init_steps = int(read_vq_args(a.init_from)[1].get("steps", 0) or 0)
         else:
             if a.decoder_only:
                 raise ValueError("--decoder-only needs --init-from (a trained vq.safetensors whose codes stay fixed)")
@@ -573,6 +575,7 @@ class _Trainer:
             "precision": "bf16-autocast" if self.amp else "fp32",
             "decoder_only": bool(self.a.decoder_only),
             "init_from": str(self.a.init_from) if self.a.init_from else None,
+            "init_steps": self.init_steps,
             "data": str(self.data.path),
             "images_sha256": self.data.sha256,
             "vq_args": self.vq_args.to_dict(),
