@@ -83,6 +83,14 @@ def test_all_training_commands_end_to_end(dataset, tmp_path):
                              "--batch", "4", "--threads", "1", "--eval-images", "4", "--warmup", "1"])
     dm = drafter.train(d_args)
     assert 0.0 <= dm["heldout_top1_agreement"] <= 1.0
+    # a warm start from exported drafter weights, in a fresh run folder, begins with exactly those weights
+    w_args = parse(drafter, ["--gpt", str(runs / "ar" / "gpt.safetensors"), "--prepared",
+                             str(runs / "ar" / "prepared.pt"), "--run", str(runs / "drafter2"), "--steps", "1",
+                             "--batch", "4", "--threads", "1", "--eval-images", "4", "--warmup", "1", "--lr", "1e-9",
+                             "--init-from", str(runs / "drafter" / "eagle.safetensors")])
+    warm = drafter.train(w_args)
+    assert "initialised from" in (runs / "drafter2" / "log.txt").read_text()
+    assert abs(warm["heldout_kl"] - dm["heldout_kl"]) < 1e-3
 
     out = tmp_path / "model"
     s_args = parse(ship, ["--out", str(out), "--data", str(dataset), "--vq", str(vq_file),

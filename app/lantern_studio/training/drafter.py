@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..engine.checkpoints import load_gpt, save_weights
+from ..engine.checkpoints import load_gpt, load_state_strict, load_weights, save_weights
 from ..engine.drafters import EagleHead
 from ..engine.sampling import guided_logits
 from ..paths import runs_dir
@@ -78,6 +78,11 @@ def train(args) -> dict:
         gen.set_state(ck["gen"])
         step, wall_before, history = ck["step"], ck.get("wall", 0.0), ck.get("history", [])
         log(f"resumed from step {step}")
+    elif getattr(args, "init_from", None):
+        # warm start (e.g. the shipped head, when its AR model was trained further): the schedule starts afresh
+        sd, _ = load_weights(args.init_from, "eagle")
+        load_state_strict(head, sd, args.init_from)
+        log(f"initialised from {args.init_from}")
     budget = Budget(args.budget_minutes, every_seconds=args.checkpoint_seconds)
 
     def save():
@@ -147,6 +152,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--noise", type=float, default=0.1, help="uniform noise on input features (EAGLE)")
     p.add_argument("--p-weight", type=float, default=0.1, help="weight of the distribution loss")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--init-from", default=None, help="start from these drafter weights (an eagle.safetensors)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--eval-every", type=int, default=100)
