@@ -234,17 +234,18 @@ def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
 def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
     full = method_grid(("none", "jacobi", "eagle"), 16384)
     names = [m.name for m in full]
-    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 1
+    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4
     assert names[:3] == ["vanilla", "exact-eagle", "exact-jacobi"]
     assert "lantern-eagle-k256-d0.05" in names and "lantern++-eagle-k64-l4" in names
-    assert names[-1] == "lantern-jacobi-k64-d0.2"
+    assert names[-4:] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
+                          "lantern-jacobi-k256-d0.4"]
     assert all(m.drafter == "eagle" for m in full if m.family in ("lantern", "lantern++"))
-    # no learned drafter: LANTERN runs on Jacobi drafts; the relaxed-Jacobi point is then a duplicate
+    # no learned drafter: LANTERN runs on Jacobi drafts; the relaxed-Jacobi points are then duplicates
     no_eagle = method_grid(("none", "jacobi"), 16384)
     assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2
     # k clipped to V − 1, duplicates dropped
     small = method_grid(("none", "jacobi", "eagle"), 64)
-    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 1
+    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2
     assert [m.name for m in method_grid(("none", "jacobi", "eagle"), 64, quick=True)] == QUICK_NAMES
     assert [m.name for m in select_methods(full, ["lantern++"])] == ["vanilla", "lantern++-eagle-k64-l2",
                                                                       "lantern++-eagle-k64-l4"]

@@ -9,7 +9,7 @@ sampling defaults (temperature, top-k/top-p, CFG); only the decoding changes:
 * ``lantern-<drafter>-k<K>-d<δ>`` — LANTERN relaxed acceptance over a grid of
   (k, δ), with the learned drafter (Jacobi if the model has none);
 * ``lantern++-<drafter>-k<K>-l<λ>`` — the multiplicative LANTERN++ bound;
-* ``lantern-jacobi-k64-d0.2`` — training-free Jacobi drafts with relaxation.
+* ``lantern-jacobi-k<K>-d<δ>`` — training-free Jacobi drafts with relaxation ((k, δ) in JACOBI_RELAXED).
 
 Runs are interleaved: after one untimed warm-up generation per method, every
 method decodes prompt 1 in turn, then prompt 2, … (A, B, C, A, B, C), so slow
@@ -55,7 +55,7 @@ LANTERN_KS = (16, 64, 256)
 LANTERN_DELTAS = (0.05, 0.1, 0.2, 0.4)
 PLUS_K = 64
 PLUS_LAMS = (2.0, 4.0)
-JACOBI_RELAXED = (64, 0.2)
+JACOBI_RELAXED = ((64, 0.2), (64, 0.4), (256, 0.2), (256, 0.4))  # (k, δ) on Jacobi drafts; --quick: the first
 QUICK_LANTERN = ((64, 0.1), (256, 0.4))
 QUICK_PROMPTS = 2
 DEFAULT_N = 16
@@ -153,7 +153,7 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
     else:
         out += [_lantern(relaxed, clip(k), d) for k in ks for d in deltas]
         out += [_plus(relaxed, clip(PLUS_K), lam) for lam in lams]
-    out.append(_lantern("jacobi", clip(JACOBI_RELAXED[0]), JACOBI_RELAXED[1], family="jacobi-relaxed"))
+    out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed") for k, d in JACOBI_RELAXED[: 1 if quick else None]]
     seen, unique = set(), []
     for m in out:
         if m.key() not in seen:
