@@ -142,18 +142,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 RECIPE = [
+    "# session 1 (2026-11-30, 2-core CPU): data, tokenizer, first AR run, drafter, recogniser",
     "lantern-studio train data",
     "lantern-studio train vq --steps 700 --budget-minutes 14 --precision bf16   # stopped by its budget at step 399",
-    "lantern-studio train vq --steps 700 --export",
-    "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq/vq.safetensors --layers 6 --dim 256 --heads 8 \\\n"
+    "lantern-studio train vq --steps 700 --export   # -> VQ_1 (vq.safetensors sha256 1d12062b…)",
+    "lantern-studio train ar --vq VQ_1 --layers 6 --dim 256 --heads 8 \\\n"
     "    --steps 2200 --budget-minutes 68 --bf16 --eval-every 200   # stopped by hand after the step-1361 checkpoint",
-    "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq/vq.safetensors --layers 6 --dim 256 --heads 8 \\\n"
-    "    --steps 1361 --bf16   # export at step 1361 (a 2200-step cosine schedule cut at 62%)",
     "lantern-studio train recogniser --steps 1200 --budget-minutes 7.3 --threads 1",
-    "lantern-studio train drafter --gpt ~/.cache/lantern-studio/runs/ar/gpt.safetensors --steps 600 --budget-minutes 9 --batch 16 --cfg 4.0",
-    "lantern-studio train ship",
-    "lantern-studio bench --n 8 --json docs/bench-emoji64.json --out docs/bench",
-    "lantern-studio train ship --card-only --grid --bench-json docs/bench-emoji64.json",
+    "lantern-studio train drafter --gpt ~/.cache/lantern-studio/runs/ar/gpt.safetensors --steps 600 --budget-minutes 9 \\\n"
+    "    --batch 16 --cfg 4.0   # -> SESSION_1_EAGLE (eagle.safetensors sha256 a56a506c…), 348 steps",
+    "# session 2: the AR run resumed from its step-1361 checkpoint (tokens re-made by VQ_1's encoder), the VQ",
+    "# decoder fine-tuned with encoder and codebook frozen (every image keeps its tokens), the drafter warm-started",
+    "# (resumed at 1361; stopped after the step-1599 checkpoint to shorten the schedule, then re-run with --steps 4000)",
+    "lantern-studio train ar --vq VQ_1 --layers 6 --dim 256 --heads 8 --steps 4200 --bf16 --eval-every 400",
+    "lantern-studio train ar --vq VQ_1 --layers 6 --dim 256 --heads 8 --steps 4000 --bf16 --eval-every 400",
+    "lantern-studio train vq --init-from VQ_1 --decoder-only --run ~/.cache/lantern-studio/runs/vqdec --steps 600 \\\n"
+    "    --lr 3e-4 --warmup 50 --threads 1 --precision bf16 --eval-every 200   # first run with --steps 1000 to step 255",
+    "lantern-studio train drafter --gpt ~/.cache/lantern-studio/runs/ar/gpt.safetensors \\\n"
+    "    --run ~/.cache/lantern-studio/runs/drafter2 --init-from SESSION_1_EAGLE --steps 450 --budget-minutes 13 \\\n"
+    "    --batch 16 --cfg 4.0 --threads 1",
+    "lantern-studio train ship --vq ~/.cache/lantern-studio/runs/vqdec/vq.safetensors \\\n"
+    "    --eagle ~/.cache/lantern-studio/runs/drafter2/eagle.safetensors",
 ]
 
 
