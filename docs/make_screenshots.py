@@ -94,7 +94,7 @@ def main(argv=None) -> int:
         return 1
     c = w.controls
     info = w.model_info
-    base = info.defaults.with_(drafter="eagle" if "eagle" in info.drafters else "jacobi")
+    base = info.defaults  # the model's own defaults (drafter, k, δ, draft length), as a new user sees them
     if args.k is not None:
         base = base.with_(k=args.k)
     c.set_settings(base)
