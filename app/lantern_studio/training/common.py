@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -95,9 +97,6 @@ def run_resumable(a, *, out: Path, log_name: str, checkpoint: str, check, build,
     input, 130 Ctrl-C, 143 SIGTERM (both checkpoint first; the same command
     resumes). A re-run with nothing left to train keeps an existing export.
     """
-    import signal
-    import threading
-
     try:
         check(a)
     except ValueError as e:

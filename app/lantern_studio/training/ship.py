@@ -224,8 +224,8 @@ def targets_table(metrics: dict, report: dict | None, defaults) -> str:
     vqm, rm = metrics.get("vq", {}), metrics.get("recogniser", {})
     by_name = {m["name"]: m for m in (report or {}).get("methods", [])}
     van = by_name.get("vanilla", {})
-    family = "jacobi-relaxed" if defaults.drafter == "jacobi" else "lantern"
-    default = next((m for m in by_name.values() if m.get("family") == family and m.get("k") == defaults.k
+    default = next((m for m in by_name.values() if m.get("family") in ("lantern", "jacobi-relaxed")
+                    and m.get("k") == defaults.k
                     and m.get("delta") == defaults.delta and m.get("drafter") == defaults.drafter), {})
     exact = by_name.get(f"exact-{defaults.drafter}", {})
     n = (report or {}).get("config", {}).get("n")

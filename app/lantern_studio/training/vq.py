@@ -316,7 +316,7 @@ class _Trainer:
         torch.manual_seed(a.seed)
         self.model = VQModel(vq_args).to(self.device)
         if init is not None:
-            self.model.load_state_dict({k: v.float() for k, v in init.state_dict().items()})
+            self.model.load_state_dict(init.state_dict())  # copies, casting to the model's fp32
         if a.decoder_only:
             # encoder, quant_conv and codebook frozen: every image keeps its tokens,
             # so an AR model trained on them stays valid; only the way back improves
