@@ -134,3 +134,29 @@ def test_targets_table_marks_met_and_missed():
     # a default the report didn't run shows as unmeasured, not as met
     other = ship.targets_table(metrics, report, GenerationSettings(drafter="jacobi", k=16, delta=0.1))
     assert "| LANTERN default mean accepted length ≥ 3 | — " in other and other.count("| — |") == 2
+
+
+def test_ar_ema_weights_are_exported_and_export_only_rewrites_them(dataset, tmp_path):
+    """--ema keeps an average of the weights in the checkpoint and exports it; --export
+    rewrites gpt.safetensors from the checkpoint without training a step."""
+    from lantern_studio.engine.checkpoints import load_gpt
+    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+
+    vq_model = VQModel(VQArgs(ch=16, encoder_ch_mult=[1, 1, 1, 1], decoder_ch_mult=[1, 1, 1, 1], z_channels=16,
+                              codebook_size=32, codebook_embed_dim=4, norm_groups=8))
+    vq_file = save_vq(vq_model, vq_model.args, tmp_path / "vq.safetensors")
+    argv = ["--vq", str(vq_file), "--data", str(dataset), "--run", str(tmp_path / "ar"), "--steps", "4",
+            "--batch", "4", "--dim", "32", "--layers", "1", "--heads", "2", "--length", "6", "--encoder", "hash:16",
+            "--threads", "1", "--eval-every", "100", "--eval-images", "4", "--warmup", "1", "--lr", "1e-2"]
+    m = ar.train(parse(ar, [*argv, "--ema", "0.5"]))
+    assert m["ema"] == 0.5 and np.isfinite(m["heldout_nll_ema"])
+    ck = torch.load(tmp_path / "ar" / "ckpt.pt", weights_only=True)
+    exported = load_gpt(tmp_path / "ar" / "gpt.safetensors").state_dict()
+    some = "tok_embeddings.weight" if "tok_embeddings.weight" in exported else next(iter(exported))
+    # The export is the average (to fp16), not the raw last weights.
+    assert torch.allclose(exported[some].float(), ck["ema"][some].half().float())
+    assert not torch.allclose(ck["ema"][some], ck["model"][some])
+    (tmp_path / "ar" / "gpt.safetensors").unlink()
+    m2 = ar.train(parse(ar, [*argv, "--ema", "0.5", "--export"]))
+    assert m2["step"] == 4 and (tmp_path / "ar" / "gpt.safetensors").is_file()
+    assert torch.load(tmp_path / "ar" / "ckpt.pt", weights_only=True)["step"] == 4

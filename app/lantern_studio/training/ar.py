@@ -29,16 +29,9 @@ from ..engine.text import left_pad
 from ..paths import data_dir, runs_dir
 from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
 
+from .data import identity_weights, short_caption
+
 SHIFTS = [(0, 0), (2, 2), (-2, -2)]
-STYLE_SUFFIXES = (", google style", ", twitter style")
-
-
-def short_caption(caption: str) -> str:
-    """'thumbs up: medium skin tone, twitter style' → 'thumbs up: medium skin tone'."""
-    for s in STYLE_SUFFIXES:
-        if caption.endswith(s):
-            return caption[: -len(s)]
-    return caption
 
 
 def shift_on_white(images: np.ndarray, dx: int, dy: int) -> np.ndarray:
@@ -109,8 +102,11 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
     index = {t: i for i, t in enumerate(texts)}
     variants = torch.tensor([[index[c], index[short_caption(c)]] for c in captions])
     split = torch.tensor([m["split"] == "train" for m in meta])
+    train_rows = [i for i, m in enumerate(meta) if m["split"] == "train"]
+    weights = torch.zeros(len(meta), dtype=torch.float64)
+    weights[train_rows] = torch.from_numpy(identity_weights(meta, train_rows))
     out = {"key": repr(key), "codes": codes, "texts": texts, "emb": emb, "mask": mask, "variants": variants,
-           "train": split, "vocab_size": vq.args.codebook_size, "grid": codes.shape[-1]}
+           "train": split, "weights": weights, "vocab_size": vq.args.codebook_size, "grid": codes.shape[-1]}
     save_checkpoint(path, **out)
     log(f"prepared {codes.shape[1]} images x {len(shifts)} shifts, {len(texts)} texts in {time.time() - t0:.0f}s")
     return out
@@ -162,6 +158,8 @@ def train(args) -> dict:
     prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log) if args.prepared is None else args.prepared
     train_idx = torch.nonzero(prep["train"]).flatten()
     held_idx = torch.nonzero(~prep["train"]).flatten()
+    # Every identity weighs the same, however many variants and styles it has.
+    train_w = prep["weights"][train_idx] if "weights" in prep else torch.ones(len(train_idx), dtype=torch.float64)
     margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim, args.layers, args.heads)
     model = Transformer(margs)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
@@ -169,6 +167,7 @@ def train(args) -> dict:
     step, wall_before = 0, 0.0
     ckpt_path = run / "ckpt.pt"
     ck = load_checkpoint(ckpt_path)
+    ema = None
     if ck is not None:
         if ck["model_args"] != margs.to_dict():
             raise SystemExit(f"{ckpt_path}: was trained with other model settings; use another --run folder")
@@ -176,6 +175,7 @@ def train(args) -> dict:
         opt.load_state_dict(ck["opt"])
         gen.set_state(ck["gen"])
         step, wall_before = ck["step"], ck.get("wall", 0.0)
+        ema = ck.get("ema")
         log(f"resumed from step {step}")
     elif args.init_from:
         # A new machine has no optimizer checkpoint (it stays outside git); continue
@@ -185,6 +185,12 @@ def train(args) -> dict:
         load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
         step = args.start_step
         log(f"initialised from {args.init_from}; schedule continues at step {step}")
+    if args.ema and ema is None:
+        ema = {k: v.detach().float().clone() for k, v in model.state_dict().items()}
+    if getattr(args, "export_only", False):
+        if ck is None:
+            raise SystemExit(f"{ckpt_path}: no checkpoint to export (train first)")
+        return export(model, ema, run, ck.get("history", []), margs, args, step, wall_before, log)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"AR model: {n_params / 1e6:.2f} M params, {len(train_idx)} train / {len(held_idx)} held-out images, "
         f"target {args.steps} steps, batch {args.batch}")
@@ -193,29 +199,33 @@ def train(args) -> dict:
 
     def save():
         save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
-                        wall=wall_before + budget.elapsed, model_args=margs.to_dict(), history=history)
+                        wall=wall_before + budget.elapsed, model_args=margs.to_dict(), history=history, ema=ema)
 
     model.train()
-    t_last, ema = time.time(), None
+    t_last, loss_ema = time.time(), None
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16 else torch.autocast("cpu", enabled=False)
     while step < args.steps and not budget.spent():
         lr = cosine_lr(step, args.steps, args.lr, args.warmup)
         for gparam in opt.param_groups:
             gparam["lr"] = lr
-        b = train_idx[torch.randint(0, len(train_idx), (args.batch,), generator=gen)]
+        b = train_idx[torch.multinomial(train_w, args.batch, replacement=True, generator=gen)]
         with autocast:
             loss = nll(model, *batch_from(prep, b, gen))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if ema is not None:
+            with torch.no_grad():
+                for k, v in model.state_dict().items():
+                    ema[k].mul_(args.ema).add_(v.detach().float(), alpha=1 - args.ema)
         step += 1
         lv = float(loss.detach())
-        ema = lv if ema is None else 0.95 * ema + 0.05 * lv
+        loss_ema = lv if loss_ema is None else 0.95 * loss_ema + 0.05 * lv
         if step % args.log_every == 0:
             dt = (time.time() - t_last) / args.log_every
             t_last = time.time()
-            log(f"step {step}/{args.steps} loss {ema:.3f} lr {lr:.2e} {dt:.2f}s/step")
+            log(f"step {step}/{args.steps} loss {loss_ema:.3f} lr {lr:.2e} {dt:.2f}s/step")
         if step % args.eval_every == 0 or step == args.steps:
             h = evaluate(model, prep, held_idx[: args.eval_images])
             tr = evaluate(model, prep, train_idx[: args.eval_images])
@@ -231,14 +241,27 @@ def train(args) -> dict:
         log(f"eval step {step}: held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}")
     save()
     log(f"stopped at step {step} ({'done' if step >= args.steps else 'budget spent'}); checkpoint saved")
-    metrics = {"step": step, "target_steps": args.steps, "params": n_params, "wall_seconds": wall_before + budget.elapsed,
-               "history": history, "model_args": margs.to_dict(), "batch": args.batch, "lr": args.lr}
+    return export(model, ema, run, history, margs, args, step, wall_before + budget.elapsed, log, prep=prep)
+
+
+def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, step: int, wall: float, log,
+           prep: dict | None = None) -> dict:
+    """Write ``gpt.safetensors`` (the EMA weights when the run keeps them) and ``metrics.json``."""
+    if ema is not None:
+        model.load_state_dict({k: v.to(model.state_dict()[k].dtype) for k, v in ema.items()})
+    metrics = {"step": step, "target_steps": args.steps, "params": sum(p.numel() for p in model.parameters()),
+               "wall_seconds": wall, "history": history, "model_args": margs.to_dict(), "batch": args.batch,
+               "lr": args.lr, "ema": args.ema if ema is not None else None}
     if history:
         metrics["heldout_nll"] = history[-1]["heldout_nll"]
         metrics["train_nll"] = history[-1]["train_nll"]
+    if prep is not None and ema is not None:
+        held_idx = torch.nonzero(~prep["train"]).flatten()
+        metrics["heldout_nll_ema"] = evaluate(model, prep, held_idx[: args.eval_images])
+        log(f"EMA weights: held-out NLL {metrics['heldout_nll_ema']:.3f} nats/token")
     save_gpt(model.eval(), run / "gpt.safetensors")
     write_json(run / "metrics.json", metrics)
-    log(f"exported {run / 'gpt.safetensors'}")
+    log(f"exported {run / 'gpt.safetensors'} (step {step}{', EMA' if ema is not None else ''})")
     return metrics
 
 
@@ -266,6 +289,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-images", type=int, default=128)
     p.add_argument("--checkpoint-seconds", type=float, default=180.0)
+    p.add_argument("--ema", type=float, default=0.0, help="keep an exponential moving average of the weights with "
+                   "this decay (e.g. 0.999) and export it instead of the raw weights; 0 = off")
+    p.add_argument("--export", dest="export_only", action="store_true",
+                   help="write gpt.safetensors + metrics.json from the run's checkpoint without training")
     p.set_defaults(prepared=None)
 
 

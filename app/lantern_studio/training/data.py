@@ -45,15 +45,16 @@ import numpy as np
 
 from lantern_studio import paths
 from ..engine.checkpoints import sha256_file
+from . import iconify
 
 # --------------------------------------------------------------------------- #
 # Constants
 # --------------------------------------------------------------------------- #
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 DATASET_NAME = "emoji64"
 IMAGE_SIZE = 64
-VENDORS = ("google", "twitter")
+VENDORS = ("google", "twitter")  # the PNG styles of emoji-datasource
 HELDOUT_FRACTION = 0.04
 SPLITS = ("train", "heldout")
 # Salt of the split hash; changing it reshuffles which identities are held out.
@@ -95,7 +96,10 @@ EMOJIBASE_PACKAGE = PackageSpec(
     "17.0.0",
     "d01d0e2ca4e22cb402679532155342c71e2e871f25c32223c013b8b166ebdf5a",
 )
-PACKAGES: tuple[PackageSpec, ...] = (GOOGLE_PACKAGE, TWITTER_PACKAGE, EMOJIBASE_PACKAGE)
+ICON_PACKAGES: tuple[PackageSpec, ...] = tuple(
+    PackageSpec(s.package, s.version, s.sha256) for s in iconify.ICON_SETS
+)
+PACKAGES: tuple[PackageSpec, ...] = (GOOGLE_PACKAGE, TWITTER_PACKAGE, EMOJIBASE_PACKAGE, *ICON_PACKAGES)
 # sha256 pins by package name (the same values as in PACKAGES).
 PACKAGE_SHA256: dict[str, str] = {p.name: p.sha256 for p in PACKAGES}
 
@@ -104,7 +108,10 @@ PACKAGE_SHA256: dict[str, str] = {p.name: p.sha256 for p in PACKAGES}
 ARTWORK_LICENSES = {
     "google": "Noto Emoji artwork (Google), Apache License 2.0",
     "twitter": "Twemoji artwork (Twitter / jdecked), CC-BY 4.0 (attribution required)",
+    **{s.style: s.license for s in iconify.ICON_SETS},
 }
+# How captions name each style: "thumbs up, fluent flat style".
+STYLE_WORDS: dict[str, str] = {"google": "google", "twitter": "twitter", **iconify.styles()}
 
 # Fitzpatrick modifiers → CLDR skin tone names.
 SKIN_TONES = {
@@ -180,6 +187,33 @@ def is_heldout(identity: str, fraction: float = HELDOUT_FRACTION) -> bool:
 
 def split_of(identity: str, fraction: float = HELDOUT_FRACTION) -> str:
     return "heldout" if is_heldout(identity, fraction) else "train"
+
+
+def short_caption(caption: str) -> str:
+    """'thumbs up: medium skin tone, fluent flat style' → 'thumbs up: medium skin tone'."""
+    for words in STYLE_WORDS.values():
+        suffix = f", {words} style"
+        if caption.endswith(suffix):
+            return caption[: -len(suffix)]
+    return caption
+
+
+def identity_weights(meta: list[dict[str, Any]], indices: Iterable[int]) -> np.ndarray:
+    """Sampling weights over ``indices`` (summing to 1) that give every identity the same share.
+
+    An identity's renderings — skin tones, genders drawn as variants, art styles —
+    split its share equally, so an emoji drawn 30 ways is not picked 30 times as
+    often as one drawn twice.
+    """
+    idx = list(indices)
+    ids = [meta[i]["identity"] for i in idx]
+    counts: dict[str, int] = {}
+    for k in ids:
+        counts[k] = counts.get(k, 0) + 1
+    if not idx:
+        return np.zeros(0)
+    w = np.array([1.0 / counts[k] for k in ids])
+    return w / w.sum()
 
 
 def _slug(text: str) -> str:
@@ -302,6 +336,8 @@ def verify_tarball(spec: PackageSpec, tarball: str | os.PathLike) -> None:
 
 
 def _wanted_members(spec_name: str) -> Callable[[str], bool]:
+    if spec_name in iconify.sets_by_package():
+        return iconify.wanted_members(spec_name)
     common = {"package.json", "LICENSE"}
     if spec_name == EMOJIBASE_PACKAGE.name:
         files = common | {"en/data.json", "meta/groups.json"}
@@ -388,6 +424,7 @@ class _Emojibase:
         }
         self.base: dict[str, dict] = {}
         self.skin: dict[str, dict] = {}
+        self.parent: dict[str, dict] = {}  # skin hexcode → its base entry
         for entry in data:
             code = entry.get("hexcode")
             if not code:
@@ -396,6 +433,7 @@ class _Emojibase:
             for skin in entry.get("skins") or []:
                 if skin.get("hexcode"):
                     self.skin.setdefault(normalize_code(skin["hexcode"]), skin)
+                    self.parent.setdefault(normalize_code(skin["hexcode"]), entry)
 
     def group(self, entry: dict | None) -> str | None:
         if entry is None or entry.get("group") is None:
@@ -410,8 +448,9 @@ class _Emojibase:
 
 @dataclass
 class _Rendering:
-    path: Path
+    path: Path | None  # a PNG, or
     meta: dict[str, Any]
+    svg: str | None = None  # SVG markup to rasterise
 
 
 def _collect(
@@ -489,7 +528,7 @@ def _collect(
                     tone = skin_tone_words(key)
                     eb_skin = eb.skin.get(normalize_code(code))
                     label = eb_skin["label"] if eb_skin and eb_skin.get("label") else f"{name}: {tone}"
-                caption = f"{label}, {vendor} style"
+                caption = f"{label}, {STYLE_WORDS[vendor]} style"
                 renderings.append(
                     _Rendering(
                         path,
@@ -498,6 +537,7 @@ def _collect(
                             "identity": identity,
                             "name": name,
                             "vendor": vendor,
+                            "style": vendor,
                             "skin_tone": tone,
                             "group": group,
                             "subgroup": subgroup,
@@ -510,6 +550,42 @@ def _collect(
     return renderings, skipped, unmatched
 
 
+def _collect_icons(
+    style: str, data: iconify.IconData, eb: _Emojibase, identities: dict[str, str]
+) -> tuple[list[_Rendering], int]:
+    """Renderings of one Iconify set aligned to emojibase; (renderings, icons not matched).
+
+    ``identities`` maps a normalised base code to the identity string the PNG
+    styles use for it, so every style of one emoji shares one identity.
+    """
+    pairs = iconify.align(data, eb.base, eb.skin)
+    out: list[_Rendering] = []
+    for name, code in pairs:
+        entry = eb.base.get(code) or eb.skin.get(code) or {}
+        base = eb.base.get(code) or eb.parent.get(code) or eb.base.get(iconify.without_skin(code))
+        if base is None or not base.get("label"):
+            continue
+        base_code = normalize_code(base["hexcode"])
+        identity = identities.get(base_code, base["hexcode"].upper())
+        modifiers = [p for p in code.split("-") if p in SKIN_TONES]
+        tone = skin_tone_words("-".join(modifiers)) if modifiers and code not in eb.base else None
+        label = entry.get("label") or (f"{base['label']}: {tone}" if tone else base["label"])
+        out.append(_Rendering(None, {
+            "caption": f"{label}, {STYLE_WORDS[style]} style",
+            "identity": identity,
+            "name": base["label"],
+            "vendor": style,
+            "style": style,
+            "skin_tone": tone,
+            "group": eb.group(base),
+            "subgroup": eb.subgroup(base),
+            "tags": list(base.get("tags") or []),
+            "split": split_of(identity),
+            "code": code,
+        }, svg=iconify.svg_document(data, name)))
+    return out, len(data.icons) - len(pairs)
+
+
 def build_from_extracted(
     google_dir: str | os.PathLike,
     twitter_dir: str | os.PathLike,
@@ -517,15 +593,18 @@ def build_from_extracted(
     out_dir: str | os.PathLike,
     *,
     packages: list[dict[str, Any]] | None = None,
+    icon_dirs: dict[str, tuple[Path, Path | None]] | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Compose, caption and split from extracted package folders; write the dataset.
 
     ``google_dir`` / ``twitter_dir`` hold ``emoji.json`` and ``img/<vendor>/64/*.png``;
     ``emojibase_dir`` holds ``en/data.json`` and ``meta/groups.json`` (the npm
-    tarballs' ``package/`` folders). ``packages`` (name, version, sha256, …) is
-    recorded in the manifest; by default it is read from each folder's
-    ``package.json``. Returns the manifest.
+    tarballs' ``package/`` folders). ``icon_dirs`` maps an Iconify style key
+    (:data:`iconify.ICON_SETS`) to (its package folder, the folder whose
+    ``chars.json`` maps its names, or None for its own). ``packages`` (name,
+    version, sha256, …) is recorded in the manifest; by default it is read from
+    each folder's ``package.json``. Returns the manifest.
     """
     from PIL import Image
     from tqdm import tqdm
@@ -535,6 +614,15 @@ def build_from_extracted(
     vendor_dirs = {"google": Path(google_dir), "twitter": Path(twitter_dir)}
     eb = _Emojibase(Path(emojibase_dir))
     renderings, skipped, unmatched = _collect(vendor_dirs, eb)
+    identities = {normalize_code(r.meta["identity"]): r.meta["identity"] for r in renderings}
+    icons_unmatched: dict[str, int] = {}
+    for style, (pkg_dir, chars_dir) in (icon_dirs or {}).items():
+        try:
+            icon_data = iconify.read_icon_set(pkg_dir, chars_dir)
+        except iconify.IconSetError as exc:
+            raise DatasetError(f"{style}: {exc}") from exc
+        rows, icons_unmatched[style] = _collect_icons(style, icon_data, eb, identities)
+        renderings.extend(rows)
     if not renderings:
         raise DatasetError("no emoji images found in the package folders")
 
@@ -544,6 +632,12 @@ def build_from_extracted(
         disable=not progress, mininterval=1.0,
     )
     for i, r in enumerate(bar):
+        if r.svg is not None:
+            try:
+                images[i] = iconify.rasterize(r.svg, IMAGE_SIZE)
+            except (iconify.IconSetError, OSError, ValueError) as exc:
+                raise DatasetError(f"cannot render {r.meta['style']} icon {r.meta['code']}: {exc}") from exc
+            continue
         try:
             with Image.open(r.path) as im:
                 images[i] = compose_on_white(im)
@@ -564,7 +658,8 @@ def build_from_extracted(
 
     if packages is None:
         packages = []
-        for d in (vendor_dirs["google"], vendor_dirs["twitter"], Path(emojibase_dir)):
+        icon_pkgs = [Path(d) for d, _ in (icon_dirs or {}).values()]
+        for d in (vendor_dirs["google"], vendor_dirs["twitter"], Path(emojibase_dir), *icon_pkgs):
             info = _package_info(d)
             if info:
                 # Built from folders, not tarballs: no tarball hash to record.
@@ -580,7 +675,8 @@ def build_from_extracted(
         "background": "white",
         "packages": packages,
         "vendors": list(vendor_dirs),
-        "artwork_licenses": {v: ARTWORK_LICENSES[v] for v in vendor_dirs},
+        "styles": [*vendor_dirs, *(icon_dirs or {})],
+        "artwork_licenses": {v: ARTWORK_LICENSES[v] for v in [*vendor_dirs, *(icon_dirs or {})]},
         "split": {
             "by": "identity",
             "method": "sha256(salt:identity without FE0F) < fraction",
@@ -588,7 +684,10 @@ def build_from_extracted(
             "heldout_fraction": HELDOUT_FRACTION,
         },
         "counts": counts,
-        "counts_per_vendor": {v: sum(1 for m in meta if m["vendor"] == v) for v in vendor_dirs},
+        "counts_per_style": {v: sum(1 for m in meta if m["style"] == v)
+                             for v in [*vendor_dirs, *(icon_dirs or {})]},
+        "identities_per_style": {v: len({m["identity"] for m in meta if m["style"] == v})
+                                 for v in [*vendor_dirs, *(icon_dirs or {})]},
         "identities": {"total": len(ids["train"]) + len(ids["heldout"]),
                        **{s: len(ids[s]) for s in SPLITS}},
         "heldout_identities": ids["heldout"],
@@ -596,6 +695,7 @@ def build_from_extracted(
         "subgroups": sorted({m["subgroup"] for m in meta if m["subgroup"]}),
         "skipped_missing_images": skipped,
         "identities_without_emojibase_entry": unmatched,
+        "icons_not_matched_to_emojibase": icons_unmatched,
         "files": {
             IMAGES_FILE: {"sha256": sha256_file(out_dir / IMAGES_FILE)},
             META_FILE: {"sha256": hashlib.sha256(meta_bytes).hexdigest()},
@@ -685,12 +785,18 @@ def build(
             info = _package_info(roots[pkg["name"]])
             if info.get("license"):
                 pkg["license"] = info["license"]
+        icon_dirs = {
+            s.style: (roots[s.package], roots[s.chars_from] if s.chars_from else None)
+            for s in iconify.ICON_SETS
+            if s.package in roots and (s.chars_from is None or s.chars_from in roots)
+        }
         return build_from_extracted(
             roots[GOOGLE_PACKAGE.name],
             roots[TWITTER_PACKAGE.name],
             roots[EMOJIBASE_PACKAGE.name],
             out_dir,
             packages=packages,
+            icon_dirs=icon_dirs,
             progress=progress,
         )
 

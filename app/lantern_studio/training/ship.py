@@ -27,7 +27,7 @@ from ..engine.tokenizer import load_vq
 from ..models import BUNDLED_NAME, bundled_dir
 from ..models.local import load_eagle, save_model_dir
 from ..paths import data_dir, runs_dir
-from .ar import short_caption
+from .data import short_caption
 
 GRID_PROMPTS = [
     "red heart", "grinning face", "red apple", "rocket", "snowman", "dog face", "smiling face with heart-eyes",
