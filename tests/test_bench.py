@@ -21,7 +21,11 @@ from lantern_studio.eval.plots import pareto_front
 from lantern_studio.models import load_pipeline
 from lantern_studio.models.tiny import build_tiny_model_dir
 
-QUICK_NAMES = ["vanilla", "exact-eagle", "exact-jacobi", "lantern-eagle-k63-d0.1", "lantern-eagle-k63-d0.4",
+from lantern_studio.engine.precision import native_bf16
+from lantern_studio.engine.settings import GenerationSettings
+
+VANILLAS = ["vanilla-fp32"] + (["vanilla-bf16"] if native_bf16("cpu")[0] else [])  # what `bench` runs here
+QUICK_NAMES = [*VANILLAS, "exact-eagle", "exact-jacobi", "lantern-eagle-k63-d0.1", "lantern-eagle-k63-d0.4",
                "lantern-jacobi-k63-d0.2"]  # V = 64: k 64 and 256 clip to 63
 
 
@@ -84,8 +88,17 @@ def test_quick_end_to_end_has_every_method_and_field(quick_run):
         # no recogniser in a tiny model: quality is null, not made up
         assert m["prompt_fidelity"] is None and m["fidelity_delta"] is None and m["frechet_distance"] is None
     by = {m["name"]: m for m in report["methods"]}
-    assert by["vanilla"]["speedup_median"] == 1.0 and by["vanilla"]["mean_accepted_length"] == 1.0
-    assert by["vanilla"]["target_forwards_per_image"] == 16
+    ref = bench.reference_of(report["methods"])
+    assert ref["name"] in VANILLAS and report["reference"] == ref["name"] and ref["reference"] is True
+    assert sum(1 for m in report["methods"] if m["reference"]) == 1
+    assert ref["speedup_median"] == 1.0 and ref["mean_accepted_length"] == 1.0
+    assert ref["target_forwards_per_image"] == 16
+    assert by["vanilla-fp32"]["precision"] == "fp32"
+    # the speculative rows run in the machine's fastest precision and say so
+    assert by["exact-jacobi"]["precision"] == ("bf16" if "vanilla-bf16" in VANILLAS else "fp32")
+    for m in report["methods"]:  # per-round forward time and overhead are reported
+        assert m["forward_ms_per_round"] > 0 and m["overhead_ms_per_round"] is not None
+    assert [f["precision"] for f in report["step_floor"]] == [v.split("-")[1] for v in VANILLAS]
     assert by["exact-eagle"]["drafter_forwards_per_image"] > 0
     assert by["exact-eagle"]["relaxed_share"] == 0 and by["exact-jacobi"]["relaxed_share"] == 0
     assert by["lantern-eagle-k63-d0.1"]["settings"]["k"] == 63
@@ -168,6 +181,35 @@ def test_slowed_method_shows_up_slower_and_order_is_real(tiny_dir, monkeypatch):
     assert [c[0] for c in calls[3:]] == ["vanilla", "exact-jacobi", "vanilla-slowed"] * 3
 
 
+@pytest.mark.parametrize("slowed", ["fp32", "bf16"])
+def test_reference_is_the_faster_vanilla_precision(tiny_dir, monkeypatch, slowed):
+    """Vanilla runs in fp32 and bf16; whichever is faster in the run is the reference
+    (slowing one down deliberately moves the reference to the other)."""
+    pipe = load_pipeline(str(tiny_dir), precision="fp32")
+    real_generate = bench.generate_one
+
+    def generate_one(p, method, prompt, seed, prompt_index=0):
+        if method.name == f"vanilla-{slowed}":
+            assert p.precision == slowed  # the method really ran in its precision
+            real_decoding = p.decoding
+            p.decoding = lambda *a, **k: (lambda rc: (_SlowRun(rc[0], 0.02), rc[1]))(real_decoding(*a, **k))
+            try:
+                return real_generate(p, method, prompt, seed, prompt_index)
+            finally:
+                del p.decoding
+        return real_generate(p, method, prompt, seed, prompt_index)
+
+    monkeypatch.setattr(bench, "generate_one", generate_one)
+    methods = [*bench.vanilla_methods(("fp32", "bf16")), Method("exact-jacobi", "exact", "jacobi")]
+    report = bench.run_bench(pipe, ["red heart", "cat face"], methods, seed=1, warmup=False, precision="bf16")
+    by = {m["name"]: m for m in report["methods"]}
+    fast = "bf16" if slowed == "fp32" else "fp32"
+    assert report["reference"] == f"vanilla-{fast}" and by[f"vanilla-{fast}"]["reference"] is True
+    assert by[f"vanilla-{fast}"]["speedup_median"] == 1.0 and by[f"vanilla-{slowed}"]["speedup_median"] < 1.0
+    assert by["exact-jacobi"]["precision"] == "bf16"
+    assert pipe.precision == "fp32"  # the caller's pipeline is left as it was
+
+
 def _row(name, family, speed, fid, mal=2.0):
     return {"name": name, "family": family, "speedup_median": speed, "prompt_fidelity": fid,
             "mean_accepted_length": mal, "fidelity_delta": None if fid is None else fid - 0.80}
@@ -220,37 +262,41 @@ def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
                    "--no-pictures", "--quiet", "--json", str(out / "r.json"), "--out", str(out)])
     assert rc == 0
     report = json.loads((out / "r.json").read_text())
-    assert [m["name"] for m in report["methods"]] == ["vanilla", "exact-jacobi"]
+    assert [m["name"] for m in report["methods"]] == [*VANILLAS, "exact-jacobi"]
     assert [p["prompt"] for p in report["prompts"]] == ["grinning face", "cat face", "red apple"]
     assert report["config"]["prompt_source"].endswith("heldout_prompts.json")
     assert report["quality"]["real_images"] == 12
     for m in report["methods"]:
         assert 0.0 <= m["prompt_fidelity"] <= 1.0
         assert m["frechet_distance"] is not None and m["frechet_distance"] >= 0
-    assert report["methods"][0]["fidelity_delta"] == 0.0
+    assert bench.reference_of(report["methods"])["fidelity_delta"] == 0.0
     assert "within 3 points" in report["default_pick"]["criterion"]
 
 
 def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
     full = method_grid(("none", "jacobi", "eagle"), 16384)
     names = [m.name for m in full]
-    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4
-    assert names[:3] == ["vanilla", "exact-eagle", "exact-jacobi"]
+    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4 + 2
+    assert names[:3] == ["vanilla-fp32", "exact-eagle", "exact-jacobi"]
+    both = [m.name for m in method_grid(("none", "jacobi"), 64, vanilla_precisions=("fp32", "bf16"))]
+    assert both[:2] == ["vanilla-fp32", "vanilla-bf16"]
     assert "lantern-eagle-k256-d0.05" in names and "lantern++-eagle-k64-l4" in names
-    assert names[-4:] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
-                          "lantern-jacobi-k256-d0.4"]
+    assert names[-6:] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
+                          "lantern-jacobi-k256-d0.4", "exact-sjd", "lantern-sjd-k64-d0.2"]
+    assert not next(m for m in full if m.name == "exact-sjd").settings(GenerationSettings(), 0).coupling
     assert all(m.drafter == "eagle" for m in full if m.family in ("lantern", "lantern++"))
     # no learned drafter: LANTERN runs on Jacobi drafts; the relaxed-Jacobi points are then duplicates
     no_eagle = method_grid(("none", "jacobi"), 16384)
-    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2
+    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2 + 2
     # k clipped to V − 1, duplicates dropped
     small = method_grid(("none", "jacobi", "eagle"), 64)
-    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2
-    assert [m.name for m in method_grid(("none", "jacobi", "eagle"), 64, quick=True)] == QUICK_NAMES
-    assert [m.name for m in select_methods(full, ["lantern++"])] == ["vanilla", "lantern++-eagle-k64-l2",
+    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2 + 2
+    assert [m.name for m in method_grid(("none", "jacobi", "eagle"), 64, quick=True,
+                                        vanilla_precisions=[v.split("-")[1] for v in VANILLAS])] == QUICK_NAMES
+    assert [m.name for m in select_methods(full, ["lantern++"])] == ["vanilla-fp32", "lantern++-eagle-k64-l2",
                                                                       "lantern++-eagle-k64-l4"]
     assert [m.name for m in select_methods(full, ["exact-*,*k16-d0.4"])] == [
-        "vanilla", "exact-eagle", "exact-jacobi", "lantern-eagle-k16-d0.4"]
+        "vanilla-fp32", "exact-eagle", "exact-jacobi", "lantern-eagle-k16-d0.4", "exact-sjd"]
     with pytest.raises(bench.BenchError, match="--methods"):
         select_methods(full, ["nope*"])
     assert cli_main(["bench", "--model", str(tiny_dir), "--methods", "nope"]) == 2

@@ -39,6 +39,8 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--greedy", action="store_true", default=None)
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
+    p.add_argument("--precision", default="auto", help="auto, fp32, bf16, fp16: weights and KV caches "
+                   "(auto: bf16 where the device runs it natively, else fp32)")
 
 
 def settings_from_args(defaults, args):
@@ -54,6 +56,7 @@ def cmd_generate(args) -> int:
 
     from .devices import DeviceError
     from .engine.checkpoints import CheckpointError
+    from .engine.precision import PrecisionError
     from .engine.settings import SettingsError
     from .engine.text import PromptError
     from .export import ExportError, save_png
@@ -69,7 +72,7 @@ def cmd_generate(args) -> int:
     try:
         from .devices import pick_device
 
-        pipe = load_pipeline(args.model, device=pick_device(args.device))
+        pipe = load_pipeline(args.model, device=pick_device(args.device), precision=args.precision)
         settings = settings_from_args(pipe.defaults, args).validate(pipe.vocab_size)
         bar = tqdm(total=pipe.gpt.block_size, unit="tok", desc="decoding", file=sys.stderr, disable=args.quiet)
 
@@ -79,11 +82,12 @@ def cmd_generate(args) -> int:
         t0 = time.perf_counter()
         result = pipe.generate(args.prompt, settings, on_event=on_event)
         bar.close()
-    except (SettingsError, PromptError, CheckpointError, DeviceError) as e:
+    except (SettingsError, PromptError, CheckpointError, DeviceError, PrecisionError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     stats = result.stats.to_dict()
     stats["total_seconds"] = time.perf_counter() - t0
+    stats["precision"] = pipe.precision
     record = {"prompt": args.prompt, "understood_as": result.note, "model": pipe.name,
               "settings": settings.to_dict(), "stats": stats}
     try:
@@ -97,7 +101,7 @@ def cmd_generate(args) -> int:
         return 1
     if not args.quiet:
         print(f"wrote {out}  ({stats['tokens']} tokens, {stats['target_forwards'] + 1} target forwards, "
-              f"{stats['mean_accepted_length']:.2f} tokens/forward, {stats['wall_seconds']:.2f} s)")
+              f"{stats['mean_accepted_length']:.2f} tokens/forward, {stats['wall_seconds']:.2f} s, {pipe.precision})")
     return 0
 
 

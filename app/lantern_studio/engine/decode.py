@@ -54,6 +54,8 @@ class DecodeStats:
     accepted_relaxed: int = 0
     wall_seconds: float = 0.0
     drafter_seconds: float = 0.0
+    target_seconds: float = 0.0  # inside target forwards after the prefill (the rest of a round is overhead)
+    prefill_seconds: float = 0.0  # conditioning prefix + first token
     cancelled: bool = False
     settings: dict = field(default_factory=dict)
 
@@ -156,6 +158,7 @@ class Decoding:
             p = probs_from_logits(logits, params)
             tok = sample(p, gen, params.greedy)[0]
             self.tokens[0] = tok
+            self.stats.prefill_seconds = time.perf_counter() - t0
             yield self._event([0], [int(tok)], [BY_TARGET], 0, t0, t0)
             if self.drafter is None:
                 yield from self._vanilla(gen, rows, t0)
@@ -172,6 +175,7 @@ class Decoding:
                 return
             t = time.perf_counter()
             logits, _ = gpt.step(self.tokens[i - 1 : i].expand(rows, 1), i - 1)
+            self.stats.target_seconds += time.perf_counter() - t
             self.stats.target_forwards += 1
             tok = sample(probs_from_logits(logits[:, -1], params), gen, params.greedy)[0]
             self.tokens[i] = tok
@@ -196,6 +200,7 @@ class Decoding:
             s.drafter_seconds += t_draft - t
             inp = torch.cat([self.tokens[n - 1 : n], drafts]).expand(rows, -1)
             logits, feats = gpt.step(inp, n - 1)
+            s.target_seconds += time.perf_counter() - t_draft
             s.target_forwards += 1
             p = probs_from_logits(logits, params)[0]  # CFG folds the batch to one row
             v = verify_chain(p, drafts, q, relax, self.table, gen, params.greedy)

@@ -8,7 +8,11 @@ them, ``observe`` tells the drafter what was kept.
 
 * :class:`JacobiDrafter` — training-free Speculative Jacobi Decoding: a window
   of drafts refined by the target's own parallel forward; each draft's q is the
-  distribution it was drawn from in the previous iteration.
+  distribution it was drawn from in the previous iteration. By default a slot's
+  new draft is *coupled* to its previous one (MC-SJD's maximal coupling): it
+  stays put with probability min(1, q_new(x)/q_old(x)) and is otherwise drawn
+  from norm(max(q_new − q_old, 0)), so it is still distributed exactly as
+  q_new (δ = 0 stays lossless) but changes only as much as its distribution did.
 * :class:`EagleDrafter` — a learned one-layer head over the target's last
   hidden state and the next token's embedding (EAGLE), sharing the target's
   token embedding, rotary table and output head.
@@ -82,11 +86,12 @@ class JacobiDrafter(Drafter):
 
     name = "jacobi"
 
-    def __init__(self, init: str = "spatial"):
+    def __init__(self, init: str = "spatial", coupled: bool = True):
         super().__init__()
         if init not in ("spatial", "uniform"):
             raise ValueError(f"init: 'spatial' or 'uniform', got {init!r}")
         self.init = init
+        self.coupled = coupled
         self.window: Optional[torch.Tensor] = None
         self.q: Optional[torch.Tensor] = None
 
@@ -128,8 +133,43 @@ class JacobiDrafter(Drafter):
     def observe(self, ctx, drafts, n_accepted, verify_probs, verify_features):
         # Rows after the accepted prefix (and its correction) become the next drafts.
         rest = verify_probs[n_accepted + 1 :]
-        self.window = sample(rest, ctx.generator, ctx.params.greedy) if rest.shape[0] else rest.new_zeros(0, dtype=torch.long)
+        if not rest.shape[0]:
+            self.window, self.q = rest.new_zeros(0, dtype=torch.long), rest
+            return
+        if ctx.params.greedy or not self.coupled:
+            self.window = sample(rest, ctx.generator, ctx.params.greedy)
+        else:
+            # The same image positions held drafts[n_accepted+1:] drawn from q[n_accepted+1:].
+            prev = drafts[n_accepted + 1 :]
+            self.window = couple(prev, self.q[n_accepted + 1 : n_accepted + 1 + prev.shape[0]], rest, ctx.generator)
         self.q = rest
+
+
+def couple(prev: torch.Tensor, prev_q: torch.Tensor, new_q: torch.Tensor, generator) -> torch.Tensor:
+    """Maximal coupling of each slot's new draft with its previous one (MC-SJD).
+
+    prev (m,) were drawn from prev_q (m, V); new_q (n ≥ m, V) are the slots' new
+    distributions. Slot i keeps prev[i] with probability min(1, new_q(x)/prev_q(x))
+    and otherwise draws from norm(max(new_q − prev_q, 0)); slots past m draw from
+    new_q. Every returned token is distributed exactly as its new_q row.
+    """
+    m = prev.shape[0]
+    fresh = sample(new_q, generator)
+    if m == 0:
+        return fresh
+    nq, pq = new_q[:m], prev_q
+    p_new = nq.gather(1, prev[:, None])[:, 0]
+    p_old = pq.gather(1, prev[:, None])[:, 0]
+    u = torch.rand(m, generator=generator, device=new_q.device)
+    keep = u * p_old < p_new  # u < min(1, p_new / p_old)
+    resid = (nq - pq).clamp(min=0.0)
+    mass = resid.sum(1, keepdim=True)
+    # Where new_q == prev_q the residual is empty, but then keep is always true.
+    resid = torch.where(mass > 0, resid / mass.clamp(min=1e-30), nq)
+    moved = sample(resid, generator)
+    out = fresh.clone()
+    out[:m] = torch.where(keep, prev, moved)
+    return out
 
 
 # --------------------------------------------------------------------------- EAGLE

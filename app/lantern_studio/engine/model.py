@@ -272,6 +272,8 @@ class TransformerBlock(nn.Module):
 class Transformer(nn.Module):
     """The LlamaGen GPT. ``forward`` is the teacher-forced training forward."""
 
+    fp32_buffers = ("rope",)  # kept fp32 whatever the weights' precision (precision.cast_transformer)
+
     def __init__(self, args: ModelArgs):
         super().__init__()
         if math.isqrt(args.block_size) ** 2 != args.block_size:

@@ -18,6 +18,7 @@ import torch
 from .acceptance import ProximityTable
 from .decode import Decoding, DecodeStats, StepEvent
 from .drafters import Drafter, EagleDrafter, EagleHead, JacobiDrafter
+from . import precision as _precision
 from .model import Transformer
 from .settings import GenerationSettings, SettingsError
 from .text import Conditioner
@@ -91,6 +92,42 @@ class ImagePipeline:
             self.eagle.to(device)
         return self
 
+    def set_precision(self, precision: "str | torch.dtype | None" = "auto") -> "ImagePipeline":
+        """Weights and KV caches of the target and the drafter in ``precision``
+        ('auto' → bf16 where the device runs it natively, else fp32); the VQ
+        decoder, probabilities and acceptance stay fp32."""
+        dtype = precision if isinstance(precision, torch.dtype) else _precision.resolve(precision, self.device)
+        _precision.cast_transformer(self.gpt, dtype)
+        if self.eagle is not None:
+            _precision.cast_transformer(self.eagle, dtype)
+        return self
+
+    def with_precision(self, precision: "str | torch.dtype") -> "ImagePipeline":
+        """A pipeline sharing this one's tokenizer, conditioner and neighbour table,
+        with its own copies of the target and drafter in ``precision`` (this one is
+        left as it is). Cast from this pipeline's weights, so derive variants from
+        the most precise one."""
+        import copy
+
+        dtype = precision if isinstance(precision, torch.dtype) else _precision.resolve(precision, self.device)
+        if dtype == self.dtype:
+            return self
+        other = copy.copy(self)
+        other.gpt = _precision.cast_transformer(copy.deepcopy(self.gpt), dtype)
+        if self.eagle is not None:
+            other.eagle = _precision.cast_transformer(copy.deepcopy(self.eagle), dtype)
+        other._table = self.table if self._table is not None else None
+        return other
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.gpt.parameters()).dtype
+
+    @property
+    def precision(self) -> str:
+        """'fp32', 'bf16' or 'fp16': what the decode path runs in."""
+        return _precision.name(self.dtype)
+
     @property
     def device(self):
         return next(self.gpt.parameters()).device
@@ -109,7 +146,7 @@ class ImagePipeline:
         if settings.drafter == "none":
             return None
         if settings.drafter == "jacobi":
-            return JacobiDrafter()
+            return JacobiDrafter(coupled=settings.coupling)
         if self.eagle is None:
             raise SettingsError("drafter", f"model {self.name!r} has no learned drafter; use 'jacobi' or 'none'")
         return EagleDrafter(self.eagle)

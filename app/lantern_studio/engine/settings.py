@@ -33,6 +33,7 @@ class GenerationSettings:
     k: int = 0  # LANTERN neighbour count
     delta: float = 0.0  # LANTERN total-variation bound
     lam: Optional[float] = None  # LANTERN++ multiplicative bound; None → δ mode
+    coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: resampled independently (SJD)
 
     def validate(self, vocab_size: Optional[int] = None) -> "GenerationSettings":
         """Return self, or raise SettingsError naming the first bad field."""
@@ -65,6 +66,8 @@ class GenerationSettings:
             raise SettingsError("cfg_scale", f"must be ≥ 0, got {self.cfg_scale}")
         if not isinstance(self.greedy, bool):
             raise SettingsError("greedy", f"must be true or false, got {self.greedy!r}")
+        if not isinstance(self.coupling, bool):
+            raise SettingsError("coupling", f"must be true or false, got {self.coupling!r}")
         if self.drafter not in DRAFTERS:
             raise SettingsError("drafter", f"must be one of {', '.join(DRAFTERS)}, got {self.drafter!r}")
         integer("draft_length", self.draft_length)

@@ -3,7 +3,8 @@
 Every method decodes the same prompts with the same seeds and the model's own
 sampling defaults (temperature, top-k/top-p, CFG); only the decoding changes:
 
-* ``vanilla`` — one target forward per token (the reference);
+* ``vanilla-<precision>`` — one target forward per token, in fp32 and (where the
+  machine runs it natively) bf16; the faster of them is the reference;
 * ``exact-<drafter>`` — speculative decoding with exact acceptance (δ = 0),
   for each drafter the model has (``eagle`` if it ships a head, ``jacobi``);
 * ``lantern-<drafter>-k<K>-d<δ>`` — LANTERN relaxed acceptance over a grid of
@@ -16,8 +17,9 @@ method decodes prompt 1 in turn, then prompt 2, … (A, B, C, A, B, C), so slow
 drift of the machine (other jobs, thermal state) hits all methods alike. The
 order actually run is recorded in the report (``order``).
 
-Speed-up is the median over prompts of (vanilla seconds / method seconds) for
-the same prompt and seed, end to end (conditioning + decoding + VQ decode),
+Speed-up is the median over prompts of (reference seconds / method seconds) for
+the same prompt and seed, the reference being vanilla at its fastest precision on
+this machine (the vanilla row with the lowest median time), end to end (conditioning + decoding + VQ decode),
 with its interquartile range and min/max. Quality, when the model folder ships
 a recogniser (``recogniser.safetensors``): prompt fidelity (recogniser top-5
 contains the prompt's subgroup), its change against vanilla, and a Fréchet
@@ -47,7 +49,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-SCHEMA = "lantern-studio-bench/1"
+SCHEMA = "lantern-studio-bench/2"
 EXIT_BAD_INPUT = 2
 
 # The default grid (DESIGN.md; the LANTERN paper sweeps k and δ the same way).
@@ -69,12 +71,13 @@ FALLBACK_PROMPTS = (
 
 #: Every field a method's entry in the report has (values may be null).
 METHOD_FIELDS = (
-    "name", "label", "family", "drafter", "k", "delta", "lam", "settings",
+    "name", "label", "family", "drafter", "k", "delta", "lam", "precision", "reference", "settings",
     "images", "seconds_median", "seconds_mean", "decode_seconds_median",
     "speedup_median", "speedup_q25", "speedup_q75", "speedup_min", "speedup_max",
     "decode_speedup_median",
     "tokens_per_image", "target_forwards_per_image", "drafter_forwards_per_image",
     "mean_accepted_length", "acceptance_rate", "relaxed_share", "drafter_cost_share", "tokens_per_second",
+    "rounds_per_image", "forward_ms_per_round", "overhead_ms_per_round",
     "prompt_fidelity", "fidelity_delta", "frechet_distance",
     "per_prompt",
 )
@@ -107,46 +110,57 @@ class Method:
     k: int = 0
     delta: float = 0.0
     lam: Optional[float] = None
+    precision: Optional[str] = None  # None: the precision the bench runs speculative methods in
+    coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: plain SJD
 
     @property
     def label(self) -> str:
         if self.family == "vanilla":
-            return "vanilla AR"
+            return "vanilla AR" + (f" ({self.precision})" if self.precision else "")
         if self.family == "exact":
-            return f"exact speculative ({self.drafter})"
+            return f"exact speculative ({self.drafter}{'' if self.coupling else ', uncoupled SJD'})"
         if self.lam is not None:
             return f"LANTERN++ {self.drafter} k={self.k} λ={_fmt_num(self.lam)}"
         what = "Jacobi + relaxation" if self.family == "jacobi-relaxed" else f"LANTERN {self.drafter}"
+        if not self.coupling:
+            what += " (uncoupled SJD)"
         return f"{what} k={self.k} δ={_fmt_num(self.delta)}"
 
     def key(self) -> tuple:
         """What the engine sees (two names with the same key are the same run)."""
-        return (self.drafter, self.k, self.delta, self.lam)
+        return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling)
 
     def settings(self, base, seed: int):
-        return base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam)
+        return base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam,
+                          coupling=self.coupling)
 
 
-def _lantern(drafter: str, k: int, delta: float, family: str = "lantern") -> Method:
-    return Method(f"lantern-{drafter}-k{k}-d{_fmt_num(delta)}", family, drafter, k, float(delta))
+def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupling: bool = True) -> Method:
+    tag = drafter if coupling else "sjd"
+    return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}", family, drafter, k, float(delta), coupling=coupling)
 
 
 def _plus(drafter: str, k: int, lam: float) -> Method:
     return Method(f"lantern++-{drafter}-k{k}-l{_fmt_num(lam)}", "lantern++", drafter, k, 0.0, float(lam))
 
 
+def vanilla_methods(precisions: Sequence[str] = ("fp32",)) -> list[Method]:
+    """One vanilla row per precision ("vanilla-fp32", "vanilla-bf16")."""
+    return [Method(f"vanilla-{p}", "vanilla", precision=p) for p in precisions]
+
+
 def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
                 ks: Sequence[int] = LANTERN_KS, deltas: Sequence[float] = LANTERN_DELTAS,
-                lams: Sequence[float] = PLUS_LAMS) -> list[Method]:
-    """The methods to compare, vanilla first. k is clipped to V − 1; settings
-    that end up identical after clipping are kept once (the first name)."""
+                lams: Sequence[float] = PLUS_LAMS, vanilla_precisions: Sequence[str] = ("fp32",)) -> list[Method]:
+    """The methods to compare, vanilla first (one per precision). k is clipped to
+    V − 1; settings that end up identical after clipping are kept once (the first name)."""
     kmax = max(0, int(vocab_size) - 1)
 
     def clip(k: int) -> int:
         return min(int(k), kmax)
 
     relaxed = "eagle" if "eagle" in drafters else "jacobi"
-    out = [Method("vanilla", "vanilla")]
+    out = vanilla_methods(vanilla_precisions)
     out += [Method(f"exact-{d}", "exact", d) for d in ("eagle", "jacobi") if d in drafters]
     if quick:
         out += [_lantern(relaxed, clip(k), d) for k, d in QUICK_LANTERN]
@@ -154,6 +168,9 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
         out += [_lantern(relaxed, clip(k), d) for k in ks for d in deltas]
         out += [_plus(relaxed, clip(PLUS_K), lam) for lam in lams]
     out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed") for k, d in JACOBI_RELAXED[: 1 if quick else None]]
+    if not quick:  # the uncoupled SJD baseline MC-SJD's coupling is measured against
+        out += [Method("exact-sjd", "exact", "jacobi", coupling=False)]
+        out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", coupling=False) for k, d in JACOBI_RELAXED[:1]]
     seen, unique = set(), []
     for m in out:
         if m.key() not in seen:
@@ -357,15 +374,39 @@ def _ratio(a, b):
     return a / b if b else None
 
 
+def reference_of(rows: Sequence[dict]) -> Optional[dict]:
+    """The report row speed-ups are measured against: the vanilla row marked as the
+    reference (the fastest vanilla precision), else the first vanilla row."""
+    rows = list(rows)
+    return (next((r for r in rows if r.get("reference")), None)
+            or next((r for r in rows if r.get("family") == "vanilla"), None))
+
+
 def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int = 0, *,
               subgroups: Optional[Sequence[Optional[str]]] = None, quality: Optional[Quality] = None,
-              warmup: bool = True, on_progress: Optional[Callable[[str], None]] = None) -> dict:
+              warmup: bool = True, on_progress: Optional[Callable[[str], None]] = None,
+              precision: Optional[str] = None) -> dict:
     """Run every method on every prompt, interleaved; → the report dict (see
     :data:`METHOD_FIELDS`). Prompt i uses seed ``seed + i`` for every method.
-    Images are returned under the private key ``_images`` ({method: [image…]})."""
+    Images are returned under the private key ``_images`` ({method: [image…]}).
+
+    A method runs on ``pipe`` cast to its ``precision`` (a copy; ``pipe`` should be
+    the most precise one, fp32), or to ``precision`` (default: ``pipe``'s own) when
+    it names none. The reference is the vanilla method with the lowest median time.
+    """
     methods = list(methods)
-    if not methods or methods[0].family != "vanilla":
-        methods = [Method("vanilla", "vanilla")] + [m for m in methods if m.family != "vanilla"]
+    if not any(m.family == "vanilla" for m in methods):
+        methods = vanilla_methods((pipe.precision,)) + methods
+    methods = [m for m in methods if m.family == "vanilla"] + [m for m in methods if m.family != "vanilla"]
+    default_precision = precision or pipe.precision
+    variants: dict[str, Any] = {}
+
+    def pipe_for(m: Method):
+        prec = m.precision or default_precision
+        if prec not in variants:
+            variants[prec] = pipe.with_precision(prec)
+        return variants[prec]
+
     prompts = list(prompts)
     if not prompts:
         raise BenchError("no prompts to run")
@@ -378,24 +419,30 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
 
     if warmup:  # untimed: caches, proximity tables, allocator, lazy imports
         for m in methods:
-            generate_one(pipe, m, prompts[0], seeds[0], 0)
+            generate_one(pipe_for(m), m, prompts[0], seeds[0], 0)
             order.append({"phase": "warmup", "prompt_index": 0, "seed": seeds[0], "method": m.name})
             tick(f"warm-up {m.name}")
     for i, (prompt, s) in enumerate(zip(prompts, seeds)):
         for m in methods:
-            sample = generate_one(pipe, m, prompt, s, i)
+            sample = generate_one(pipe_for(m), m, prompt, s, i)
             samples[m.name].append(sample)
             order.append({"phase": "timed", "prompt_index": i, "seed": s, "method": m.name})
             tick(f"prompt {i + 1}/{len(prompts)} {m.name}")
 
-    vanilla = samples[methods[0].name]
+    # The reference: vanilla at its fastest precision on this machine, in this run.
+    ref = min((m for m in methods if m.family == "vanilla"),
+              key=lambda m: float(np.median([x.seconds for x in samples[m.name]])))
+    vanilla = samples[ref.name]
     results = [summarise(m, samples[m.name], vanilla, quality, subgroups) for m in methods]
-    v_fid = results[0]["prompt_fidelity"]
+    for m, r in zip(methods, results):
+        r["precision"] = m.precision or default_precision
+        r["reference"] = m is ref
+    v_fid = reference_of(results)["prompt_fidelity"]
     for r in results:
         r["fidelity_delta"] = (r["prompt_fidelity"] - v_fid) if (r["prompt_fidelity"] is not None and v_fid is not None) else None
     report = {
         "schema": SCHEMA,
-        "reference": methods[0].name,
+        "reference": ref.name,
         "prompts": [{"index": i, "prompt": p, "seed": s, "subgroup": (subgroups[i] if subgroups else None)}
                     for i, (p, s) in enumerate(zip(prompts, seeds))],
         "order": order,
@@ -453,6 +500,11 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
         "drafter_cost_share": _ratio(total("drafter_seconds"), wall) if wall else None,
         "tokens_per_second": _ratio(tokens, sum(secs)) if sum(secs) else None,
+        # a round = one target forward after the prefill (a vanilla step or a verify)
+        "rounds_per_image": total("target_forwards") / n if n else None,
+        "forward_ms_per_round": _ratio(1e3 * total("target_seconds"), total("target_forwards")),
+        "overhead_ms_per_round": _ratio(1e3 * (wall - total("target_seconds") - total("drafter_seconds")
+                                               - total("prefill_seconds")), total("target_forwards")),
         "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
         "per_prompt": per_prompt,
     }
@@ -494,7 +546,7 @@ def pick_default(results, max_fidelity_drop: float = 0.03) -> Optional[dict]:
     rows = results["methods"] if isinstance(results, dict) else list(results)
     if not rows:
         return None
-    vanilla = next((r for r in rows if r.get("family") == "vanilla"), None)
+    vanilla = reference_of(rows)
     v_fid = vanilla.get("prompt_fidelity") if vanilla else None
 
     def speed(r):
@@ -563,16 +615,18 @@ def _f(x, spec=".2f", none="—"):
 
 def format_table(report: dict) -> str:
     """The methods as an aligned plain-text table (plus the pick)."""
-    head = ["method", "speed-up", "IQR", "min–max", "tok/fwd", "fwd/img", "accept", "relaxed", "drafter%",
-            "s/img", "fidelity", "Δfid", "FD"]
+    head = ["method", "prec", "speed-up", "IQR", "min–max", "tok/fwd", "fwd/img", "accept", "relaxed", "drafter%",
+            "fwd ms", "ovh ms", "s/img", "fidelity", "Δfid", "FD"]
     rows = []
     for r in report["methods"]:
         rows.append([
-            r["name"], _f(r["speedup_median"], ".2f") + "×",
+            r["name"] + (" *" if r.get("reference") else ""), r.get("precision") or "—",
+            _f(r["speedup_median"], ".2f") + "×",
             f"{_f(r['speedup_q25'])}–{_f(r['speedup_q75'])}", f"{_f(r['speedup_min'])}–{_f(r['speedup_max'])}",
             _f(r["mean_accepted_length"]), _f(r["target_forwards_per_image"], ".1f"),
             _f(r["acceptance_rate"]), _f(r["relaxed_share"]),
             _f(None if r["drafter_cost_share"] is None else 100 * r["drafter_cost_share"], ".0f"),
+            _f(r.get("forward_ms_per_round"), ".2f"), _f(r.get("overhead_ms_per_round"), ".2f"),
             _f(r["seconds_median"], ".3f"), _f(r["prompt_fidelity"], ".3f"),
             _f(r["fidelity_delta"], "+.3f"), _f(r["frechet_distance"], ".1f"),
         ])
@@ -580,6 +634,10 @@ def format_table(report: dict) -> str:
     lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(row, widths)))
              for row in [head] + rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    ref = reference_of(report["methods"])
+    if ref is not None:
+        lines.append(f"* reference: {ref['name']} (vanilla at its fastest precision in this run); fwd ms / ovh ms: "
+                     "target forward and the rest of a round (sampling, acceptance, bookkeeping) per round")
     pick = report.get("default_pick")
     if pick:
         fid = "" if pick["prompt_fidelity"] is None else (
@@ -668,6 +726,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up generation per method")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
+    p.add_argument("--precision", default="auto", help="auto, fp32, bf16, fp16: weights and KV caches of the "
+                   "speculative methods (auto: bf16 where the device runs it natively); vanilla runs in fp32 and "
+                   "bf16 where native, and the faster is the reference")
     p.add_argument("--max-fidelity-drop", type=float, default=0.03,
                    help="default pick: largest allowed fidelity drop vs vanilla (fraction, default 0.03)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -697,8 +758,22 @@ def run(args: argparse.Namespace) -> int:
             configure_decode_threads()
         if not (0.0 <= args.max_fidelity_drop <= 1.0):
             raise BenchError(f"--max-fidelity-drop: must be in [0, 1], got {args.max_fidelity_drop}")
-        pipe = load_pipeline(args.model, device=pick_device(args.device))
-        methods = select_methods(method_grid(pipe.drafters, pipe.vocab_size, quick=quick), args.methods)
+        from ..engine.precision import PrecisionError, name as precision_name, native_bf16, resolve
+
+        device = pick_device(args.device)
+        try:
+            spec_precision = precision_name(resolve(args.precision, device))
+        except PrecisionError as e:
+            raise BenchError(f"--{e}") from None
+        # Vanilla runs in fp32 and, where the hardware has it natively (or it was asked
+        # for), bf16: the faster one is the reference.
+        vanilla_precisions = ["fp32"] + (["bf16"] if native_bf16(device)[0] or spec_precision == "bf16" else [])
+        if spec_precision not in vanilla_precisions:
+            vanilla_precisions.append(spec_precision)
+        # Loaded in fp32: every precision's copy is cast from the most precise weights.
+        pipe = load_pipeline(args.model, device=device, precision="fp32")
+        methods = select_methods(method_grid(pipe.drafters, pipe.vocab_size, quick=quick,
+                                             vanilla_precisions=vanilla_precisions), args.methods)
         if args.list_methods:
             for m in methods:
                 print(f"{m.name:32s} {m.label}")
@@ -733,7 +808,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = run_bench(pipe, prompts, methods, args.seed, subgroups=[s for _, s in chosen], quality=quality,
-                           warmup=not args.no_warmup, on_progress=progress)
+                           warmup=not args.no_warmup, on_progress=progress, precision=spec_precision)
     except (SettingsError, PromptError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -749,7 +824,8 @@ def run(args: argparse.Namespace) -> int:
                        "defaults": pipe.defaults.to_dict()}
     from .floor import step_vs_floor
 
-    report["step_floor"] = step_vs_floor(pipe, prompts[0])
+    report["step_floor"] = [{"precision": p, **step_vs_floor(pipe.with_precision(p), prompts[0])}
+                            for p in vanilla_precisions]
     notes = list(report["quality"]["notes"])
     load = report["load_average"]["start"]
     cores = os.cpu_count() or 1
@@ -787,9 +863,9 @@ def run(args: argparse.Namespace) -> int:
           f"{len(prompts)} prompts × {len(methods)} methods, interleaved, {report['total_seconds']:.1f} s; "
           f"load average {report['load_average']['start']} → {report['load_average']['end']}")
     print(format_table(report))
-    sf = report["step_floor"]
-    print(f"vanilla decode step {sf['step_ms']:.2f} ms vs matmul-only floor {sf['floor_ms']:.2f} ms "
-          f"({sf['ratio']:.2f}×; {sf['rows']} CFG rows, {sf['threads']} threads)")
+    for sf in report["step_floor"]:
+        print(f"vanilla decode step ({sf['precision']}) {sf['step_ms']:.2f} ms vs matmul-only floor "
+              f"{sf['floor_ms']:.2f} ms ({sf['ratio']:.2f}×; {sf['rows']} CFG rows, {sf['threads']} threads)")
     for note in report["notes"]:
         print(f"note: {note}")
     for kind, path in files.items():

@@ -20,9 +20,23 @@ def resolve_model(spec: Optional[str] = None) -> str:
     return spec or BUNDLED_NAME
 
 
-def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = False):
+def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = False,
+                  precision: Optional[str] = "auto"):
     """``None`` or the bundled name → the bundled model; a folder with model.json →
-    that folder; a catalogue name → the Hub model from the local HF cache."""
+    that folder; a catalogue name → the Hub model from the local HF cache.
+
+    ``precision`` ('auto', 'fp32', 'bf16', 'fp16') sets the dtype of the target's
+    and drafter's weights and KV caches (engine/precision.py); 'auto' is bf16 on
+    hardware with native bf16, fp32 elsewhere.
+    """
+    from ..engine.precision import resolve
+
+    resolve(precision, device or "cpu")  # a bad value fails before anything loads
+    pipe = _load(spec, device, verify)
+    return pipe.set_precision(precision)
+
+
+def _load(spec: Optional[str], device: Optional[str], verify: bool):
     from .local import load_model_dir
 
     spec = spec or BUNDLED_NAME

@@ -364,23 +364,13 @@ def make_conditioner(entry: Entry, device: Optional[str] = None):
     return T5CaptionConditioner(text_encoder(entry, device), entry.args().cls_token_num)
 
 
-def _resolve_dtype(device: Optional[str], dtype):
-    import torch
-
-    if dtype not in (None, "auto"):
-        return dtype
-    if device and str(device).startswith("cuda") and torch.cuda.is_available():
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    return torch.float32
-
-
 def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter: bool = True):
     """Catalogue name → ImagePipeline, from files already in the HF cache (never downloads).
 
     Raises CheckpointError("… not downloaded: run lantern-studio models download NAME") when
-    files are missing. ``dtype="auto"``: bfloat16 for the GPT on CUDA (LlamaGen's default
-    precision), float32 elsewhere. A self-distilled drafter (see training.self_distill) is
-    attached when present.
+    files are missing. ``dtype``: a precision name or torch dtype; "auto" is bf16 where the
+    device runs it natively (engine/precision.py), else fp32. A self-distilled drafter (see
+    training.self_distill) is attached when present.
     """
     from ..engine.checkpoints import load_llamagen_gpt
     from ..engine.pipeline import ImagePipeline
@@ -407,24 +397,7 @@ def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter
     pipe.entry = e
     if device:
         pipe.to(device)
-    dt = _resolve_dtype(device, dtype)
-    _cast(pipe.gpt, dt)
-    if pipe.eagle is not None:
-        _cast(pipe.eagle, dt)
-    return pipe
-
-
-def _cast(module, dtype) -> None:
-    """Cast weights to ``dtype`` but keep the rotary table in float32 (as LlamaGen keeps freqs_cis)."""
-    import torch
-
-    if dtype is None or next(module.parameters()).dtype == dtype:
-        return
-    keep = {n: b.clone() for n, b in module.named_buffers() if n.endswith("rope") and b.dtype == torch.float32}
-    module.to(dtype)
-    for n, b in keep.items():
-        owner = module.get_submodule(n.rpartition(".")[0]) if "." in n else module
-        setattr(owner, n.rpartition(".")[2], b)
+    return pipe.set_precision(dtype)
 
 
 # --------------------------------------------------------------------------- LANTERN's published drafter

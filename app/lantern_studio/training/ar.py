@@ -154,8 +154,12 @@ def train(args) -> dict:
     run = Path(args.run)
     run.mkdir(parents=True, exist_ok=True)
     log = RunLog(run)
-    torch.set_num_threads(args.threads)
+    import os
+
+    # The one-off tokenizing pass uses every core; the training loop then runs with --threads.
+    torch.set_num_threads(max(args.threads, os.cpu_count() or 1) if args.prepared is None else args.threads)
     prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log) if args.prepared is None else args.prepared
+    torch.set_num_threads(args.threads)
     train_idx = torch.nonzero(prep["train"]).flatten()
     held_idx = torch.nonzero(~prep["train"]).flatten()
     # Every identity weighs the same, however many variants and styles it has.
@@ -284,7 +288,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with bf16 units)")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with native bf16, "
+                   "AVX512_BF16/AMX; several times slower on AVX2-only CPUs)")
     p.add_argument("--log-every", type=int, default=20)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-images", type=int, default=128)

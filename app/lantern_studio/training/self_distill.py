@@ -177,7 +177,8 @@ def train_drafter_for_model(
     """
     from ..engine.checkpoints import save_weights
     from ..engine.drafters import EagleHead
-    from ..models.catalogue import _cast, drafter_path
+    from ..engine.precision import cast_transformer as _cast
+    from ..models.catalogue import drafter_path
     from .common import cosine_lr
     pipe, name = _resolve(name_or_pipeline, device)
     if out is None:

@@ -223,7 +223,9 @@ def targets_table(metrics: dict, report: dict | None, defaults) -> str:
     """The issue's targets beside what was measured (from the first bench report)."""
     vqm, rm = metrics.get("vq", {}), metrics.get("recogniser", {})
     by_name = {m["name"]: m for m in (report or {}).get("methods", [])}
-    van = by_name.get("vanilla", {})
+    from ..eval.bench import reference_of
+
+    van = reference_of(by_name.values()) or {}
     default = next((m for m in by_name.values() if m.get("family") in ("lantern", "jacobi-relaxed")
                     and m.get("k") == defaults.k
                     and m.get("delta") == defaults.delta and m.get("drafter") == defaults.drafter), {})
