@@ -57,6 +57,7 @@ def cmd_generate(args) -> int:
     from .devices import DeviceError
     from .engine.checkpoints import CheckpointError
     from .engine.precision import PrecisionError
+    from .engine.sampling import DistributionError
     from .engine.settings import SettingsError
     from .engine.text import PromptError
     from .export import ExportError, save_png
@@ -82,7 +83,7 @@ def cmd_generate(args) -> int:
         t0 = time.perf_counter()
         result = pipe.generate(args.prompt, settings, on_event=on_event)
         bar.close()
-    except (SettingsError, PromptError, CheckpointError, DeviceError, PrecisionError) as e:
+    except (SettingsError, PromptError, CheckpointError, DeviceError, PrecisionError, DistributionError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     stats = result.stats.to_dict()
@@ -90,14 +91,19 @@ def cmd_generate(args) -> int:
     stats["precision"] = pipe.precision
     record = {"prompt": args.prompt, "understood_as": result.note, "model": pipe.name,
               "settings": settings.to_dict(), "stats": stats}
+    from .engine.checkpoints import atomic_write
+
+    target = out
     try:
         save_png(out, result.image, record, overwrite=args.overwrite)
         if args.stats_json:
-            from .engine.checkpoints import atomic_write
-
-            atomic_write(args.stats_json, lambda p: Path(p).write_text(json.dumps(record, indent=2, default=str)))
-    except (ExportError, OSError) as e:
+            target = Path(args.stats_json)
+            atomic_write(target, lambda p: Path(p).write_text(json.dumps(record, indent=2, default=str)))
+    except ExportError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk, a read-only folder: name the file we were writing
+        print(f"error: could not write {target}: {e.strerror or e}", file=sys.stderr)
         return 1
     if not args.quiet:
         print(f"wrote {out}  ({stats['tokens']} tokens, {stats['target_forwards'] + 1} target forwards, "

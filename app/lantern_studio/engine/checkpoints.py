@@ -36,7 +36,12 @@ def read_torch_state_dict(path) -> dict:
                 raise
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # pickle errors, truncated zip, foreign objects
-        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
+        # Only the first line of torch's message: the rest advises retrying with
+        # weights_only=False, which must never be done with a file from elsewhere.
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        if "weights_only" in first or "Weights only load failed" in first:
+            first = "it holds Python objects other than tensors (refused: only plain tensors are loaded)"
+        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {first})") from None
     if isinstance(obj, dict):
         for key in ("model", "module", "state_dict", "ema"):
             if key in obj and isinstance(obj[key], dict):
@@ -53,7 +58,12 @@ def describe_mismatch(module: torch.nn.Module, sd: dict):
     missing = sorted(set(own) - set(sd))
     unexpected = sorted(set(sd) - set(own))
     wrong = sorted(k for k in set(own) & set(sd) if tuple(own[k].shape) != tuple(sd[k].shape))
+    kinds = sorted(k for k in set(own) & set(sd) if own[k].is_floating_point() != sd[k].is_floating_point())
     parts = []
+    if kinds:
+        parts.append(f"{len(kinds)} tensor(s) of the wrong kind, e.g. " + ", ".join(
+            f"{k}: file {str(sd[k].dtype).replace('torch.', '')} vs model {str(own[k].dtype).replace('torch.', '')}"
+            for k in kinds[:3]))
     if missing:
         parts.append(f"{len(missing)} missing key(s), e.g. {missing[:5]}")
     if unexpected:
@@ -182,6 +192,16 @@ def load_weights(path, kind: Optional[str] = None):
         config = json.loads(meta.get("config", "{}"))
     except json.JSONDecodeError:
         raise CheckpointError(f"{path}: its configuration metadata is not valid JSON") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: its configuration metadata is not a JSON object")
+    for k, v in sd.items():
+        if v.is_floating_point() and v.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            raise CheckpointError(f"{path}: tensor {k!r} is {str(v.dtype).replace('torch.', '')}; "
+                                  "weights must be float16, bfloat16 or float32")
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise CheckpointError(f"{path}: tensor {k!r} holds NaN or infinite values (a corrupt or broken file)")
+    # Integer tensors (counters such as num_batches_tracked) pass here; load_state_strict
+    # refuses one where the module holds a float.
     return {k: (v.float() if v.is_floating_point() else v) for k, v in sd.items()}, config
 
 

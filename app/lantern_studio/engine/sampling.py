@@ -13,6 +13,12 @@ from typing import Optional
 import torch
 
 
+class DistributionError(ValueError):
+    """The target's next-token distribution is not a distribution (NaN/inf logits)."""
+
+    field = "model"
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     cfg_scale: float = 1.0
@@ -53,7 +59,12 @@ def probs_from_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Ten
         drop_sorted = cum - sorted_x.softmax(-1) >= params.top_p  # keep the first token always
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         x = x.masked_fill(drop, float("-inf"))
-    return x.softmax(-1)
+    p = x.softmax(-1)
+    if not bool(torch.isfinite(p).all()):
+        raise DistributionError(
+            "model: the next-token distribution is not finite (NaN/inf logits: the weights hold NaN/inf, "
+            "or the guidance scale is beyond what the logits can take)")
+    return p
 
 
 def sample(probs: torch.Tensor, generator: Optional[torch.Generator], greedy: bool = False) -> torch.Tensor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional
 
@@ -10,6 +11,12 @@ from .acceptance import Relaxation
 from .sampling import SamplingParams
 
 DRAFTERS = ("none", "jacobi", "eagle")
+# Ranges past which sampling is numerically meaningless (logits overflow to inf,
+# or the nucleus is below float resolution); every setting is checked here only.
+MAX_CFG = 100.0
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-3, 100.0
+MIN_TOP_P = 1e-6
+MAX_LAM = 1e6
 
 
 class SettingsError(ValueError):
@@ -36,34 +43,44 @@ class GenerationSettings:
     coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: resampled independently (SJD)
 
     def validate(self, vocab_size: Optional[int] = None) -> "GenerationSettings":
-        """Return self, or raise SettingsError naming the first bad field."""
+        """These settings with plain Python values, or SettingsError naming the first bad field."""
+
+        def show(value) -> str:
+            text = repr(value)
+            return text if len(text) <= 40 else text[:37] + "..."
 
         def number(name, value):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise SettingsError(name, f"must be a finite number, got {value!r}")
+            ok = not isinstance(value, bool) and isinstance(value, (int, float, numbers.Real))
+            try:
+                ok = ok and math.isfinite(float(value))
+            except (OverflowError, ValueError, TypeError):  # 10**400 is an int no float can hold
+                ok = False
+            if not ok:
+                raise SettingsError(name, f"must be a finite number, got {show(value)}")
 
         def integer(name, value):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise SettingsError(name, f"must be an integer, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise SettingsError(name, f"must be an integer, got {show(value)}")
 
         integer("seed", self.seed)
-        if not (-(2**63) <= self.seed < 2**63):
+        if not (-(2**63) <= int(self.seed) < 2**63):
             raise SettingsError("seed", "must fit in 64 bits")
         number("temperature", self.temperature)
-        if not self.greedy and not self.temperature > 0:
-            raise SettingsError("temperature", f"must be > 0 unless greedy, got {self.temperature}")
-        if self.greedy and self.temperature < 0:
-            raise SettingsError("temperature", f"must be ≥ 0, got {self.temperature}")
+        if not self.greedy and not (MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE):
+            raise SettingsError("temperature", f"must be in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}] unless greedy, "
+                                f"got {show(self.temperature)}")
+        if self.greedy and not (0 <= self.temperature <= MAX_TEMPERATURE):
+            raise SettingsError("temperature", f"must be in [0, {MAX_TEMPERATURE:g}], got {show(self.temperature)}")
         integer("top_k", self.top_k)
         vmax = vocab_size if vocab_size is not None else None
         if self.top_k < 0 or (vmax is not None and self.top_k > vmax):
             raise SettingsError("top_k", f"must be in [0, {vmax if vmax is not None else 'V'}] (0 = off), got {self.top_k}")
         number("top_p", self.top_p)
-        if not (0 < self.top_p <= 1):
-            raise SettingsError("top_p", f"must be in (0, 1], got {self.top_p}")
+        if not (MIN_TOP_P <= self.top_p <= 1):
+            raise SettingsError("top_p", f"must be in [{MIN_TOP_P:g}, 1], got {show(self.top_p)}")
         number("cfg_scale", self.cfg_scale)
-        if self.cfg_scale < 0:
-            raise SettingsError("cfg_scale", f"must be ≥ 0, got {self.cfg_scale}")
+        if not (0 <= self.cfg_scale <= MAX_CFG):
+            raise SettingsError("cfg_scale", f"must be in [0, {MAX_CFG:g}], got {show(self.cfg_scale)}")
         if not isinstance(self.greedy, bool):
             raise SettingsError("greedy", f"must be true or false, got {self.greedy!r}")
         if not isinstance(self.coupling, bool):
@@ -82,9 +99,12 @@ class GenerationSettings:
             raise SettingsError("delta", f"must be in [0, 1], got {self.delta}")
         if self.lam is not None:
             number("lam", self.lam)
-            if self.lam < 1:
-                raise SettingsError("lam", f"must be ≥ 1 (or unset for δ mode), got {self.lam}")
-        return self
+            if not (1 <= self.lam <= MAX_LAM):
+                raise SettingsError("lam", f"must be in [1, {MAX_LAM:g}] (or unset for δ mode), got {show(self.lam)}")
+        # Plain Python numbers from here on (NumPy scalars are welcome as input).
+        return replace(self, seed=int(self.seed), temperature=float(self.temperature), top_k=int(self.top_k),
+                       top_p=float(self.top_p), cfg_scale=float(self.cfg_scale), draft_length=int(self.draft_length),
+                       k=int(self.k), delta=float(self.delta), lam=None if self.lam is None else float(self.lam))
 
     # ------------------------------------------------------------ views for the engine
     @property

@@ -30,8 +30,19 @@ class PromptError(ValueError):
 
 
 def check_prompt(prompt) -> str:
+    """The prompt, whitespace-normalised, or PromptError naming what is wrong.
+
+    Lone surrogates (what undecodable bytes on a command line become) are not
+    text a tokenizer can take: refused, naming the first one. Other control
+    characters count as spaces.
+    """
     if not isinstance(prompt, str):
         raise PromptError(f"prompt: must be text, got {type(prompt).__name__}")
+    for i, ch in enumerate(prompt):
+        if "\ud800" <= ch <= "\udfff":
+            raise PromptError(f"prompt: character {i + 1} (U+{ord(ch):04X}) is not valid Unicode text "
+                              "(undecodable bytes?); retype the prompt")
+    prompt = "".join(" " if (ord(ch) < 32 or 127 <= ord(ch) < 160) else ch for ch in prompt)
     text = " ".join(prompt.split())
     if not text:
         raise PromptError("prompt: must not be empty")

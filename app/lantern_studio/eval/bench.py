@@ -379,7 +379,8 @@ def reference_of(rows: Sequence[dict]) -> Optional[dict]:
     reference (the fastest vanilla precision), else the first vanilla row."""
     rows = list(rows)
     return (next((r for r in rows if r.get("reference")), None)
-            or next((r for r in rows if r.get("family") == "vanilla"), None))
+            or next((r for r in rows if r.get("family") == "vanilla"), None)
+            or next((r for r in rows if r.get("name") == "vanilla"), None))  # schema-1 reports
 
 
 def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int = 0, *,

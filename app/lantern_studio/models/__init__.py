@@ -20,11 +20,13 @@ def resolve_model(spec: Optional[str] = None) -> str:
     return spec or BUNDLED_NAME
 
 
-def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = False,
+def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = True,
                   precision: Optional[str] = "auto"):
     """``None`` or the bundled name → the bundled model; a folder with model.json →
     that folder; a catalogue name → the Hub model from the local HF cache.
 
+    ``verify`` checks a folder's files against model.json's sha256 before first use
+    (the verdict is remembered per file by size and mtime, so start-up stays fast).
     ``precision`` ('auto', 'fp32', 'bf16', 'fp16') sets the dtype of the target's
     and drafter's weights and KV caches (engine/precision.py); 'auto' is bf16 on
     hardware with native bf16, fp32 elsewhere.

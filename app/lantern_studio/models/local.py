@@ -29,18 +29,114 @@ from ..paths import cache_dir
 FORMAT = "lantern-studio-model/1"
 
 
+def _bad(folder: Path, what: str) -> CheckpointError:
+    return CheckpointError(f"{Path(folder) / 'model.json'}: {what}")
+
+
+def folder_file(folder, name, key: str) -> Path:
+    """The file ``name`` (from model.json's ``key``) inside ``folder``, or CheckpointError.
+
+    Absolute paths, '..' and symlinks that resolve outside the folder are refused
+    before anything is opened; so is a name that is not an existing regular file.
+    """
+    folder = Path(folder)
+    if not isinstance(name, str) or not name.strip() or "\x00" in name:
+        raise _bad(folder, f'"{key}" must be a file name inside the folder, got {name!r}')
+    rel = Path(name)
+    if rel.is_absolute():
+        raise _bad(folder, f'"{key}": {name!r} is an absolute path; files must be inside the model folder')
+    root = folder.resolve()
+    full = (folder / rel).resolve()
+    if full != root and root not in full.parents:
+        raise _bad(folder, f'"{key}": {name!r} resolves outside the model folder (refused)')
+    if not full.is_file():
+        raise CheckpointError(f"{folder / rel}: missing (named by model.json's \"{key}\")")
+    return full
+
+
 def read_manifest(folder) -> dict:
+    """model.json, checked field by field: every problem is one CheckpointError naming the file."""
     folder = Path(folder)
     path = folder / "model.json"
     if not path.is_file():
         raise CheckpointError(f"{folder}: not a model folder (no model.json)")
     try:
-        man = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        man = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{path}: unreadable ({e})") from None
+    if not isinstance(man, dict):
+        raise _bad(folder, f"must hold a JSON object, got {type(man).__name__}")
     if man.get("format") != FORMAT:
         raise CheckpointError(f"{path}: unknown format {man.get('format')!r}, expected {FORMAT}")
+    for key in ("gpt", "vq"):
+        if not isinstance(man.get(key), str):
+            raise _bad(folder, f'"{key}" must name a weights file, got {man.get(key)!r}')
+    for key in ("eagle", "recogniser", "name"):
+        if man.get(key) is not None and not isinstance(man[key], str):
+            raise _bad(folder, f'"{key}" must be a string, got {type(man[key]).__name__}')
+    for key, kind in (("conditioning", dict), ("defaults", dict), ("files", dict), ("extra_files", list)):
+        if key in man and not isinstance(man[key], kind):
+            raise _bad(folder, f'"{key}" must be a JSON {"object" if kind is dict else "list"}, '
+                               f"got {type(man[key]).__name__}")
+    if "conditioning" not in man:
+        raise _bad(folder, '"conditioning" is missing')
+    for name, digest in (man.get("files") or {}).items():
+        if not (isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+            raise _bad(folder, f'"files": the sha256 of {name!r} must be 64 hex digits, got {digest!r}')
+    cond = man["conditioning"]
+    kind = cond.get("kind")
+    if kind == "class":
+        names = cond.get("names")
+        if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+            raise _bad(folder, '"conditioning.names" must be a non-empty list of class names')
+    elif kind == "caption":
+        for key in ("length", "dim"):
+            v = cond.get(key, 24 if key == "length" else 1)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 65536:
+                raise _bad(folder, f'"conditioning.{key}" must be an integer in [1, 65536], got {v!r}')
+        snap = cond.get("snap")
+        if snap is not None and not (isinstance(snap, dict) and isinstance(snap.get("captions"), str)
+                                     and isinstance(snap.get("vectors"), str)):
+            raise _bad(folder, '"conditioning.snap" must be {"captions": FILE, "vectors": FILE}')
+    else:
+        raise _bad(folder, f'"conditioning.kind" must be "class" or "caption", got {kind!r}')
     return man
+
+
+def _verdicts_path() -> Path:
+    return cache_dir() / "verified-files.json"
+
+
+def verify_files(folder, man: dict) -> None:
+    """Check every file model.json lists against its sha256, refusing names outside the folder.
+
+    A verdict is remembered by (path, size, mtime) in the cache folder, so a
+    folder is hashed once, not at every start; a changed file is hashed again.
+    """
+    folder = Path(folder)
+    try:
+        verdicts = json.loads(_verdicts_path().read_text(encoding="utf-8"))
+        if not isinstance(verdicts, dict):
+            verdicts = {}
+    except (OSError, ValueError):
+        verdicts = {}
+    changed = False
+    for name, digest in (man.get("files") or {}).items():
+        path = folder_file(folder, name, f"files.{name}")
+        st = path.stat()
+        key = str(path)
+        stamp = [st.st_size, st.st_mtime_ns, digest]
+        if verdicts.get(key) == stamp:
+            continue
+        if sha256_file(path) != digest:
+            raise CheckpointError(f"{path}: sha256 does not match model.json (corrupt or replaced file)")
+        verdicts[key] = stamp
+        changed = True
+    if changed:
+        try:
+            atomic_write(_verdicts_path(), lambda p: Path(p).write_text(json.dumps(verdicts), encoding="utf-8"))
+        except OSError:
+            pass  # a read-only cache only costs hashing again next time
 
 
 _ENCODERS = {}
@@ -62,9 +158,11 @@ def make_conditioner(spec: dict, folder: Optional[Path] = None):
         if snap and folder is not None:
             from safetensors.torch import load_file
 
-            rows = json.loads((folder / snap["captions"]).read_text())
+            rows = json.loads(folder_file(folder, snap["captions"], "conditioning.snap.captions").read_text())
             captions = [r["caption"] if isinstance(r, dict) else r for r in rows]
-            vectors = load_file(str(folder / snap["vectors"]))["vectors"]
+            vectors = load_file(str(folder_file(folder, snap["vectors"], "conditioning.snap.vectors")))["vectors"]
+            if not all(isinstance(c, str) for c in captions) or vectors.ndim != 2 or len(captions) != vectors.shape[0]:
+                raise _bad(folder, "the snap captions and vectors do not match (one vector per caption)")
             return CaptionConditioner(encoder, spec["length"], captions, vectors)
         return CaptionConditioner(encoder, spec["length"])
     raise CheckpointError(f"unknown conditioning kind {kind!r}")
@@ -79,27 +177,46 @@ def load_eagle(path, gpt_config) -> EagleHead:
     return head.eval()
 
 
-def load_model_dir(folder, verify: bool = False, device: Optional[str] = None) -> ImagePipeline:
-    """Model folder → ImagePipeline. ``verify`` checks file hashes against model.json."""
+def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) -> ImagePipeline:
+    """Model folder → ImagePipeline. ``verify`` checks file hashes against model.json
+    (remembered per file by size and mtime). Every problem is a CheckpointError
+    naming the folder's file."""
+    from ..engine.settings import SettingsError
     from ..engine.tokenizer import load_vq
 
     folder = Path(folder)
     man = read_manifest(folder)
     if verify:
-        for name, digest in man.get("files", {}).items():
-            if sha256_file(folder / name) != digest:
-                raise CheckpointError(f"{folder / name}: sha256 does not match model.json (corrupt or replaced file)")
-    gpt = load_gpt(folder / man["gpt"])
-    vq = load_vq(folder / man["vq"])
-    eagle = load_eagle(folder / man["eagle"], gpt.config) if man.get("eagle") else None
-    defaults = GenerationSettings.from_dict(man.get("defaults", {}))
+        verify_files(folder, man)
+    gpt = load_gpt(folder_file(folder, man["gpt"], "gpt"))
+    try:
+        vq = load_vq(folder_file(folder, man["vq"], "vq"))
+    except (ValueError, KeyError, OSError) as e:
+        if isinstance(e, CheckpointError):
+            raise
+        raise CheckpointError(f"{folder / man['vq']}: not a usable tokenizer ({e})") from None
+    if vq.config.codebook_size != gpt.vocab_size:
+        raise CheckpointError(f"{folder / man['vq']}: codebook of {vq.config.codebook_size} codes, but "
+                              f"{man['gpt']} predicts {gpt.vocab_size} tokens")
+    eagle = load_eagle(folder_file(folder, man["eagle"], "eagle"), gpt.config) if man.get("eagle") else None
+    try:
+        defaults = GenerationSettings.from_dict(man.get("defaults", {})).validate(gpt.vocab_size)
+    except (SettingsError, TypeError) as e:
+        raise _bad(folder, f'"defaults": {e}') from None
+    try:
+        conditioner = make_conditioner(man["conditioning"], folder)
+    except CheckpointError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise _bad(folder, f"conditioning files unusable ({type(e).__name__}: {e})") from None
     pipe = ImagePipeline(
-        gpt, vq, make_conditioner(man["conditioning"], folder), eagle, defaults, man.get("name", folder.name),
+        gpt, vq, conditioner, eagle, defaults, man.get("name", folder.name),
         table_cache=cache_dir() / "neighbours",
     )
     pipe.manifest = man
     pipe.folder = folder
-    if man.get("recogniser") and (folder / man["recogniser"]).is_file():
+    if man.get("recogniser"):
+        folder_file(folder, man["recogniser"], "recogniser")
         from .quality import PromptScorer
 
         pipe.score = PromptScorer(folder, man, pipe.conditioner)

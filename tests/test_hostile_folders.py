@@ -1,0 +1,180 @@
+"""Corrupt and hostile model folders: each is refused with one CheckpointError that names
+the file, and nothing outside the folder is ever opened."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from lantern_studio.cli import main as cli_main
+from lantern_studio.engine.checkpoints import CheckpointError
+from lantern_studio.models import load_pipeline
+from lantern_studio.models.tiny import build_tiny_model_dir
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    return build_tiny_model_dir(tmp_path_factory.mktemp("good") / "tiny", grid=4, eagle=True)
+
+
+def _copy(good: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "m"
+    shutil.copytree(good, folder)
+    return folder
+
+
+def _edit(folder: Path, **changes) -> None:
+    man = json.loads((folder / "model.json").read_text())
+    for k, v in changes.items():
+        if v is ...:
+            man.pop(k, None)
+        else:
+            man[k] = v
+    (folder / "model.json").write_text(json.dumps(man))
+
+
+def _refused(folder: Path, match: str) -> str:
+    with pytest.raises(CheckpointError, match=match) as e:
+        load_pipeline(str(folder))
+    return str(e.value)
+
+
+CASES = {
+    "no gpt": (dict(gpt=...), r'"gpt" must name a weights file, got None'),
+    "gpt null": (dict(gpt=None), r'"gpt" must name a weights file'),
+    "gpt a list": (dict(gpt=["gpt.safetensors"]), r'"gpt" must name a weights file'),
+    "conditioning a list": (dict(conditioning=[1, 2]), r'"conditioning" must be a JSON object'),
+    "unknown kind": (dict(conditioning={"kind": "audio"}), r'"conditioning.kind" must be "class" or "caption"'),
+    "files not a map": (dict(files=["a"]), r'"files" must be a JSON object'),
+    "bad digest": (dict(files={"gpt.safetensors": "abc"}), r"must be 64 hex digits"),
+    "traversal": (dict(gpt="../../outside/gpt.safetensors"), r"resolves outside the model folder"),
+    "absolute": (dict(vq="/etc/passwd"), r"absolute path"),
+    "files traversal": (dict(files={"../../../../etc/shadow": "0" * 64}), r"resolves outside the model folder"),
+    "defaults out of range": (dict(defaults={"k": 10**6}), r'"defaults": k: must be in'),
+    "defaults a string": (dict(defaults="fast"), r'"defaults" must be a JSON object'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_manifest_is_one_named_error(good, tmp_path, case):
+    folder = _copy(good, tmp_path)
+    changes, match = CASES[case]
+    _edit(folder, **changes)
+    msg = _refused(folder, match)
+    assert str(folder) in msg and "\n" not in msg
+
+
+def test_manifest_not_an_object_or_not_json(good, tmp_path):
+    folder = _copy(good, tmp_path)
+    (folder / "model.json").write_text("[1, 2, 3]")
+    _refused(folder, r"model.json: must hold a JSON object, got list")
+    (folder / "model.json").write_bytes(b"\xff\xfe garbage")
+    _refused(folder, r"model.json: unreadable")
+
+
+def test_symlink_pointing_outside_is_refused_and_never_opened(good, tmp_path, monkeypatch):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "gpt.safetensors"
+    shutil.copy(good / "gpt.safetensors", secret)
+    folder = _copy(good, tmp_path)
+    (folder / "gpt.safetensors").unlink()
+    os.symlink(secret, folder / "gpt.safetensors")
+    opened = []
+    real_open = builtins.open
+
+    def spy(file, *a, **k):
+        opened.append(str(file))
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    _refused(folder, r"resolves outside the model folder")
+    assert not any(str(outside) in f for f in opened)
+
+
+def test_wrong_hash_is_refused_on_the_default_path_and_the_verdict_is_cached(good, tmp_path, monkeypatch):
+    from lantern_studio.models import local
+
+    folder = _copy(good, tmp_path)
+    hashed = []
+    real = local.sha256_file
+    monkeypatch.setattr(local, "sha256_file", lambda p: hashed.append(Path(p).name) or real(p))
+    load_pipeline(str(folder))  # first use: every listed file hashed
+    n_files = len(json.loads((folder / "model.json").read_text())["files"])
+    assert len(hashed) == n_files
+    hashed.clear()
+    load_pipeline(str(folder))  # unchanged files: the cached verdict is used
+    assert hashed == []
+    data = bytearray((folder / "gpt.safetensors").read_bytes())
+    data[-1] ^= 0xFF  # same size, new content (and a new mtime)
+    (folder / "gpt.safetensors").write_bytes(bytes(data))
+    _refused(folder, r"gpt.safetensors: sha256 does not match model.json")
+    assert hashed == ["gpt.safetensors"]
+
+
+def _rewrite_gpt(folder: Path, change) -> None:
+    """Rewrite gpt.safetensors with one tensor changed, and model.json's hash to match."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from lantern_studio.engine.checkpoints import sha256_file
+
+    path = folder / "gpt.safetensors"
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+        sd = {k: f.get_tensor(k) for k in f.keys()}
+    change(sd)
+    save_file(sd, str(path), metadata=meta)
+    man = json.loads((folder / "model.json").read_text())
+    man["files"]["gpt.safetensors"] = sha256_file(path)
+    (folder / "model.json").write_text(json.dumps(man))
+
+
+def test_nan_wrong_dtype_and_truncated_tensors(good, tmp_path):
+    folder = _copy(good, tmp_path / "nan")
+    _rewrite_gpt(folder, lambda sd: sd["output.weight"].view(-1)[0].fill_(float("nan")))
+    _refused(folder, r"tensor 'output.weight' holds NaN or infinite values")
+    folder = _copy(good, tmp_path / "int")
+    _rewrite_gpt(folder, lambda sd: sd.__setitem__("output.weight", sd["output.weight"].to(torch.int32)))
+    _refused(folder, r"wrong kind, e.g. output.weight: file int32 vs model float32")
+    folder = _copy(good, tmp_path / "f64")
+    _rewrite_gpt(folder, lambda sd: sd.__setitem__("output.weight", sd["output.weight"].double()))
+    _refused(folder, r"tensor 'output.weight' is float64")
+    folder = _copy(good, tmp_path / "trunc")
+    path = folder / "vq.safetensors"
+    path.write_bytes(path.read_bytes()[:1000])
+    _edit(folder, files=...)
+    _refused(folder, r"vq.safetensors")
+
+
+class _Payload:
+    def __reduce__(self):
+        return (Path.touch, (Path(os.environ["LANTERN_STUDIO_CACHE"]) / "pwned",))
+
+
+def test_pickle_payload_in_a_foreign_checkpoint_never_runs(tmp_path):
+    from lantern_studio.engine.checkpoints import read_torch_state_dict
+
+    evil = tmp_path / "gpt.pt"
+    with open(evil, "wb") as fh:
+        pickle.dump({"model": _Payload()}, fh)
+    with pytest.raises(CheckpointError, match="refused: only plain tensors are loaded") as e:
+        read_torch_state_dict(evil)
+    assert "weights_only=False" not in str(e.value) and "\n" not in str(e.value)
+    assert not (Path(os.environ["LANTERN_STUDIO_CACHE"]) / "pwned").exists()
+
+
+def test_cli_prints_one_line_not_a_traceback(good, tmp_path, capsys):
+    folder = _copy(good, tmp_path)
+    _edit(folder, gpt=...)
+    rc = cli_main(["generate", "a red heart", "--model", str(folder), "--out", str(tmp_path / "x.png"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert err.count("\n") == 1 and '"gpt" must name a weights file' in err and str(folder) in err
