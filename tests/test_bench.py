@@ -310,3 +310,16 @@ def test_pareto_front():
     ys = [1.00, 1.30, 1.90, 2.60, 2.50, 1.50]
     assert pareto_front(xs, ys) == [3, 2, 1]
     assert pareto_front([0.5, None], [1.0, 2.0]) == [0]
+
+
+def test_json_prompt_sets_carry_lists_of_subgroups(tmp_path):
+    f = tmp_path / "common.json"
+    f.write_text(json.dumps([{"prompt": "a happy dog", "subgroups": ["animal-mammal"]},
+                             {"prompt": "red heart", "subgroup": "heart"}, "a plain prompt", {"prompt": ""}]))
+    assert bench.read_prompt_set(f) == [("a happy dog", ["animal-mammal"]), ("red heart", "heart"),
+                                        ("a plain prompt", None)]
+    chosen, source = bench.choose_prompts(None, 2, f)
+    assert chosen == [("a happy dog", ["animal-mammal"]), ("a plain prompt", None)] and source == str(f)
+    f.write_text("{not json")
+    with pytest.raises(bench.BenchError, match="not a readable JSON prompt set"):
+        bench.read_prompt_set(f)

@@ -246,6 +246,10 @@ def test_prompt_fidelity_and_score_image(trained, dataset):
     assert prompt_fidelity(r, imgs, wrong, k=5) == 1.0  # k is capped at the 3 classes
     # None (prompt matched nothing) is left out.
     assert prompt_fidelity(r, imgs[:3], [right[0], None, right[2]], k=1) == 1.0
+    # A list of acceptable subgroups counts when any of them ranks in the top k.
+    either = [[w, s] for w, s in zip(wrong, right)]
+    assert prompt_fidelity(r, imgs, either, k=1) == 1.0
+    assert prompt_fidelity(r, imgs, [[w] for w in wrong], k=1) == prompt_fidelity(r, imgs, wrong, k=1)
     with pytest.raises(ValueError, match="not one of"):
         prompt_fidelity(r, imgs[:1], ["animal-mammal"])
     with pytest.raises(ValueError):

@@ -311,6 +311,27 @@ def _spread(pool: list, n: int) -> list:
     return [pool[i % len(pool)] for i in range(n)]
 
 
+def read_prompt_set(path) -> list[tuple[str, Any]]:
+    """A JSON prompt set: [{"prompt", "subgroup" | "subgroups"}] (heldout_prompts.json,
+    common_prompts.json) → [(prompt, subgroup or list of subgroups or None)]."""
+    p = Path(path)
+    try:
+        rows = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BenchError(f"--prompts: {p} is not a readable JSON prompt set ({e})") from None
+    if not isinstance(rows, list):
+        raise BenchError(f"--prompts: {p} must hold a JSON list of {{\"prompt\": ..., \"subgroups\": [...]}}")
+    out = []
+    for r in rows:
+        if isinstance(r, str):
+            out.append((r, None))
+        elif isinstance(r, dict) and isinstance(r.get("prompt"), str) and r["prompt"].strip():
+            out.append((r["prompt"], r.get("subgroups") or r.get("subgroup")))
+    if not out:
+        raise BenchError(f"--prompts: {p} has no prompts")
+    return out
+
+
 def read_prompts_file(path) -> list[str]:
     p = Path(path)
     if not p.is_file():
@@ -338,6 +359,8 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None) -> tuple[list[
         return prompt_subgroup(text, meta)
 
     if prompts_file:
+        if str(prompts_file).endswith(".json"):
+            return _spread(read_prompt_set(prompts_file), n), str(prompts_file)
         pool = [(p, lookup(p)) for p in read_prompts_file(prompts_file)]
         return _spread(pool, n), str(prompts_file)
     folder = getattr(pipe, "folder", None)
@@ -513,7 +536,12 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         images = np.stack([s.image for s in samples])
         rec = quality.recogniser
         if subgroups is not None:
-            labels = [sg if (sg is not None and sg in rec.index) else None for sg in subgroups[:n]]
+            def known(sg):  # a subgroup name, or a list of acceptable ones
+                names = [sg] if isinstance(sg, str) else list(sg or [])
+                names = [x for x in names if x in rec.index]
+                return names or None
+
+            labels = [known(sg) for sg in subgroups[:n]]
             if any(sg is not None for sg in labels):
                 from .metrics import prompt_fidelity
 

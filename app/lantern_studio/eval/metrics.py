@@ -252,13 +252,15 @@ def prompt_subgroup(prompt_or_caption: str, meta: Sequence[dict[str, Any]] | Pro
 # --------------------------------------------------------------------------
 
 
-def prompt_fidelity(recogniser: Recogniser, images, subgroups: Sequence[str | None], k: int = 5) -> float:
+def prompt_fidelity(recogniser: Recogniser, images, subgroups: Sequence, k: int = 5) -> float:
     """Fraction of images whose prompt's subgroup is among the recogniser's top ``k``.
 
     ``subgroups[i]`` is the subgroup image ``i`` was asked for (e.g. from
-    :func:`prompt_subgroup`); images whose entry is None (prompt matched no
-    emoji) are left out. ``k`` is capped at the number of classes. Raises
-    ValueError if no image has a subgroup or a name is not a recogniser class.
+    :func:`prompt_subgroup`), or a list of subgroups any of which counts as
+    right (a plain-language prompt such as "a happy dog" may mean two emoji);
+    images whose entry is None (prompt matched no emoji) are left out. ``k`` is
+    capped at the number of classes. Raises ValueError if no image has a
+    subgroup or a name is not a recogniser class.
     """
     arr = images if isinstance(images, torch.Tensor) else np.asarray(images)
     if arr.ndim == 3:
@@ -267,16 +269,18 @@ def prompt_fidelity(recogniser: Recogniser, images, subgroups: Sequence[str | No
         raise ValueError(f"subgroups: {len(subgroups)} labels for {len(arr)} images")
     if k < 1:
         raise ValueError(f"k={k}: must be >= 1")
-    keep = [i for i, s in enumerate(subgroups) if s is not None]
+    wanted = [[s] if isinstance(s, str) else (list(s) if s else None) for s in subgroups]
+    keep = [i for i, s in enumerate(wanted) if s]
     if not keep:
         raise ValueError("prompt_fidelity: no image has a known subgroup")
-    want = np.array([recogniser.class_index(subgroups[i]) for i in keep])
     probs = recogniser.predict(arr[keep] if isinstance(arr, np.ndarray) else arr[torch.as_tensor(keep)])
     k = min(k, recogniser.num_classes)
-    # Rank of the wanted class = number of classes with a strictly higher probability.
-    p_want = probs[np.arange(len(keep)), want]
-    rank = (probs > p_want[:, None]).sum(axis=1)
-    return float((rank < k).mean())
+    hits = []
+    for row, i in enumerate(keep):
+        # Rank of a wanted class = number of classes with a strictly higher probability.
+        ranks = [(probs[row] > probs[row, recogniser.class_index(w)]).sum() for w in wanted[i]]
+        hits.append(min(ranks) < k)
+    return float(np.mean(hits))
 
 
 def score_image(recogniser: Recogniser, image, subgroup: str) -> float:
