@@ -20,6 +20,8 @@ from typing import Optional
 import numpy as np
 import torch
 
+from .sampling import sample
+
 # How each image token was decided (also the overlay colours' keys in the GUI).
 BY_TARGET = 0  # sampled by the target (vanilla step, correction or bonus token)
 ACCEPTED_EXACT = 1  # drafted, accepted by the exact rule
@@ -182,7 +184,7 @@ def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Opti
 
 
 def _draw(weights: torch.Tensor, generator) -> int:
-    return int(torch.multinomial(weights, 1, generator=generator))
+    return int(sample(weights, generator))
 
 
 @dataclass

@@ -68,8 +68,17 @@ def probs_from_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Ten
 
 
 def sample(probs: torch.Tensor, generator: Optional[torch.Generator], greedy: bool = False) -> torch.Tensor:
-    """One token per row of probs (..., V) -> (...) int64."""
+    """One token per row of probs (..., V) -> (...) int64.
+
+    Inverse-CDF sampling (one uniform per row, a cumulative sum and a binary
+    search) rather than ``torch.multinomial``, which costs ~0.2 ms per call on a
+    CPU — a tenth of a decode round. Rows need not be normalised; zero-probability
+    tokens are never drawn.
+    """
     if greedy:
         return probs.argmax(-1)
-    flat = probs.reshape(-1, probs.shape[-1])
-    return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
+    flat = probs.reshape(-1, probs.shape[-1]).float()
+    cdf = flat.cumsum(-1)
+    u = torch.rand(flat.shape[0], 1, generator=generator, device=flat.device, dtype=cdf.dtype)
+    idx = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).clamp_(max=flat.shape[-1] - 1)
+    return idx.reshape(probs.shape[:-1])

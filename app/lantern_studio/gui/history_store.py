@@ -4,11 +4,19 @@
 A row is written only after its PNG is complete (``save_png`` writes to a
 temporary file and renames), and a failed insert removes the PNG again, so a
 failure never leaves half an entry. Only finished generations are added.
+
+Opening never fails on a damaged history: a database that is not SQLite, is
+malformed or has another schema is renamed aside (``history.sqlite.corrupt-
+<time>``, kept for the user) and a fresh one starts; a row whose record is not
+JSON is skipped and counted. At opening, temporary files a killed write left
+behind are swept, and PNGs without a row (a kill between the PNG and its row)
+are re-linked from the record embedded in them. ``notices`` says what happened.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -17,7 +25,10 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..export import save_png
+from ..export import read_png_record, save_png
+
+COLUMNS = ("id", "created", "prompt", "model", "path", "record", "decisions")
+STALE_TEMP_SECONDS = 60.0  # an in-flight export is younger than this (a second studio may be writing)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -57,13 +68,86 @@ class HistoryStore:
         self.images = self.folder / "images"
         self.images.mkdir(parents=True, exist_ok=True)
         self.db_path = self.folder / "history.sqlite"
-        self.db = sqlite3.connect(str(self.db_path))
-        # WAL without a sync per commit: a commit no longer blocks the GUI on fsync (tens of ms);
-        # an app crash still cannot corrupt the file, only a power cut can lose the last rows.
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute(SCHEMA)
-        self.db.commit()
+        self.notices: list[str] = []  # what opening had to repair, for the studio's banner
+        self.skipped_rows = 0
+        try:
+            self.db = self._open()
+        except sqlite3.DatabaseError as e:
+            kept = self._quarantine()
+            self.notices.append(f"The history database was damaged ({e}); it was moved aside to {kept.name} "
+                                "and a new history started. Your images are still in the images folder.")
+            self.db = self._open()
+        self._sweep()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.db_path))
+        try:
+            # Checked read-only first, so a bad file is moved aside exactly as it was found.
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "entries" in tables:
+                cols = {r[1] for r in db.execute("PRAGMA table_info(entries)")}
+                if not set(COLUMNS) <= cols:
+                    raise sqlite3.DatabaseError(f"the history table has another layout (columns {sorted(cols)})")
+            ok = db.execute("PRAGMA quick_check").fetchone()
+            if not ok or ok[0] != "ok":
+                raise sqlite3.DatabaseError(f"integrity check failed: {ok[0] if ok else 'no answer'}")
+            # WAL without a sync per commit: a commit no longer blocks the GUI on fsync (tens of ms);
+            # an app crash still cannot corrupt the file, only a power cut can lose the last rows.
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(SCHEMA)
+            db.commit()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    def _quarantine(self) -> Path:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        kept = self.db_path.with_name(f"{self.db_path.name}.corrupt-{stamp}")
+        i = 1
+        while kept.exists():
+            i += 1
+            kept = self.db_path.with_name(f"{self.db_path.name}.corrupt-{stamp}-{i}")
+        os.replace(self.db_path, kept)
+        for side in ("-wal", "-shm"):
+            extra = self.db_path.with_name(self.db_path.name + side)
+            if extra.exists():
+                os.replace(extra, kept.with_name(kept.name + side))
+        return kept
+
+    def _sweep(self) -> None:
+        """Remove temp files of killed writes; re-link PNGs that have no row."""
+        now = time.time()
+        for tmp in self.images.glob(".export-*.png"):
+            try:
+                if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
+                    tmp.unlink()
+            except OSError:
+                pass
+        known = {r[0] for r in self.db.execute("SELECT path FROM entries")}
+        relinked, unreadable = 0, []
+        for png in sorted(self.images.glob("*.png")):
+            if png.name in known or png.name.startswith("."):
+                continue
+            try:
+                record = read_png_record(png)
+            except (OSError, ValueError, SyntaxError):
+                record = None
+            if not isinstance(record, dict):
+                unreadable.append(png.name)
+                continue
+            with self.db:
+                self.db.execute(
+                    "INSERT INTO entries (created, prompt, model, path, record, decisions) VALUES (?, ?, ?, ?, ?, ?)",
+                    (png.stat().st_mtime, str(record.get("prompt", "")), str(record.get("model", "")), png.name,
+                     json.dumps(record, default=str), None))
+            relinked += 1
+        if relinked:
+            self.notices.append(f"{relinked} image(s) without a history entry (an interrupted save) were added back.")
+        if unreadable:
+            self.notices.append(f"{len(unreadable)} PNG(s) in {self.images} are not studio images and were left "
+                                f"alone: {', '.join(unreadable[:3])}{' …' if len(unreadable) > 3 else ''}")
 
     def close(self) -> None:
         self.db.close()
@@ -96,10 +180,18 @@ class HistoryStore:
         return Entry(cur.lastrowid, created, record.get("prompt", ""), record.get("model", ""), path, record,
                      None if decisions is None else np.asarray(decisions, dtype=np.uint8).copy())
 
-    def _entry(self, row) -> Entry:
-        id_, created, prompt, model, name, record, blob = row
-        dec = np.frombuffer(blob, dtype=np.uint8).copy() if blob else None
-        return Entry(id_, created, prompt, model or "", self.images / name, json.loads(record), dec)
+    def _entry(self, row) -> Optional[Entry]:
+        """The row as an Entry, or None for a damaged row (counted in ``skipped_rows``)."""
+        try:
+            id_, created, prompt, model, name, record, blob = row
+            rec = json.loads(record)
+            if not isinstance(rec, dict) or not isinstance(name, str):
+                raise ValueError("record is not a JSON object")
+            dec = np.frombuffer(blob, dtype=np.uint8).copy() if blob else None
+            return Entry(int(id_), float(created), str(prompt), model or "", self.images / name, rec, dec)
+        except (ValueError, TypeError):
+            self.skipped_rows += 1
+            return None
 
     def entries(self, search: str = "", limit: int = 1000) -> List[Entry]:
         q = "SELECT id, created, prompt, model, path, record, decisions FROM entries"
@@ -109,7 +201,8 @@ class HistoryStore:
             q += " WHERE prompt LIKE ? ESCAPE '\\'"
             args = (f"%{esc}%",)
         q += " ORDER BY id DESC LIMIT ?"
-        return [self._entry(r) for r in self.db.execute(q, args + (limit,))]
+        out = [self._entry(r) for r in self.db.execute(q, args + (limit,))]
+        return [e for e in out if e is not None]
 
     def get(self, entry_id: int) -> Optional[Entry]:
         row = self.db.execute("SELECT id, created, prompt, model, path, record, decisions FROM entries WHERE id = ?",

@@ -60,6 +60,7 @@ class ModelInfo:
     defaults: GenerationSettings
     has_score: bool
     folder: Optional[str] = None
+    precision: str = "fp32"  # what the decode path runs in (engine/precision.py; 'auto' chose it)
 
 
 @dataclass

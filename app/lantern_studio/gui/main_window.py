@@ -79,6 +79,8 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore(model)
         self.engine.load_model(self.model_spec)
+        if self.store.notices:  # a damaged history was repaired at opening: say what happened
+            self.show_error("\n".join(self.store.notices), topic="history", level="warning")
 
     def show_about(self) -> None:
         from .about_dialog import show_about
@@ -326,7 +328,10 @@ class MainWindow(QMainWindow):
             self.chart.clear()
         self.chart.set_quality_available(info.has_score)
         self.setWindowTitle(f"Lantern Studio — {info.name}")
-        self.status_model.setText(f"{info.name} · {info.grid}×{info.grid} tokens · V={info.vocab_size}")
+        self.status_model.setText(f"{info.name} · {info.grid}×{info.grid} tokens · V={info.vocab_size} · "
+                                  f"{info.precision}")
+        self.status_model.setToolTip(f"Weights and KV caches in {info.precision} (chosen automatically: bf16 where "
+                                     "the CPU or GPU multiplies bf16 natively, fp32 elsewhere)")
         self.statusBar().showMessage(f"Model {info.name} ready", 4000)
         if self._banner_topic == "model":
             self.banner.dismiss()

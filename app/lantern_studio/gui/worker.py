@@ -89,7 +89,8 @@ class Worker(QObject):
         p = self.pipeline
         folder = getattr(p, "folder", None)
         return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
-                         callable(getattr(p, "score", None)), str(folder) if folder is not None else None)
+                         callable(getattr(p, "score", None)), str(folder) if folder is not None else None,
+                         getattr(p, "precision", "fp32"))
 
     @Slot(object)
     def load_model(self, spec):
