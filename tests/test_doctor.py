@@ -141,3 +141,29 @@ def test_cuda_devices_are_listed(monkeypatch, capsys):
                                      "memory": "80.0 GB", "capability": "9.0"}]
     text = doctor.render_text({"devices": d})
     assert "cuda:0" in text and "NVIDIA Fake 80GB, 80.0 GB, sm 9.0" in text
+
+
+def test_main_command_names_missing_qt_libraries_instead_of_aborting(monkeypatch, capsys):
+    """On a desktop without Qt's xcb libraries, the studio command prints the apt line and exits 1
+    (Qt itself would abort the process)."""
+    import sys
+
+    from lantern_studio import doctor
+    from lantern_studio.cli import main
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the xcb check is Linux-only")
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.setattr(doctor, "_missing_libraries", lambda path: ["libxcb-cursor.so.0"])
+    import lantern_studio.gui.app as gui_app
+
+    monkeypatch.setattr(gui_app, "main", lambda **kw: pytest.fail("the GUI must not start"))
+    assert main([]) == 1
+    err = capsys.readouterr().err
+    assert "libxcb-cursor.so.0" in err and "apt-get install libxcb-cursor0" in err and err.count("\n") == 1
+    # with the libraries present, or on another platform plugin, nothing is said
+    monkeypatch.setattr(doctor, "_missing_libraries", lambda path: [])
+    assert doctor.qt_platform_problem() is None
+    assert doctor.qt_platform_problem({"DISPLAY": ":99", "QT_QPA_PLATFORM": "offscreen"}) is None

@@ -197,3 +197,22 @@ def test_cli_download_unreachable(hub_env, tiny_catalogue, monkeypatch, capsys):
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")
     assert main(["models", "download", "tiny-c2i", "--yes"]) == 1
     assert "could not reach the model hub" in capsys.readouterr().err
+
+
+def test_verify_says_what_it_could_not_check(hub_server, tiny_catalogue, capsys, monkeypatch):
+    """A blob whose cache name is not a hash is reported as unchecked, not as matching;
+    when nothing could be checked the command fails."""
+    from lantern_studio.cli import main
+
+    c2i, _ = tiny_catalogue
+    assert main(["models", "download", "tiny-c2i", "--yes"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(hub, "is_checkable", lambda tag: False)
+    assert main(["models", "verify", "tiny-c2i"]) != 0
+    err = capsys.readouterr().err
+    assert "cannot be checked" in err and "none of its" in err and "match the hub" not in err
+    calls = []  # only the first file unchecked: the rest are checked and match
+    monkeypatch.setattr(hub, "is_checkable", lambda tag: calls.append(tag) or len(calls) > 1)
+    assert main(["models", "verify", "tiny-c2i"]) == 0
+    cap = capsys.readouterr()
+    assert "could not be checked" in cap.out and "cannot be checked" in cap.err

@@ -137,6 +137,12 @@ def cmd_gui(args) -> int:
         sample = build_parser().parse_args(["generate", "a red heart", "--out", str(out)]
                                            + (["--model", args.model] if getattr(args, "model", None) else []))
         return cmd_generate(sample)
+    from .doctor import qt_platform_problem
+
+    problem = qt_platform_problem()
+    if problem:  # Qt would abort the process with a message about plugins; say what to install instead
+        print(f"lantern-studio: {problem}", file=sys.stderr)
+        return 1
     from .gui.app import main as gui_main
 
     return gui_main(model=getattr(args, "model", None))

@@ -194,11 +194,21 @@ def cmd_verify(args) -> int:
     from .hub import verify_cached
 
     e = get_entry(args.name)
-    problems = verify_cached(e.files)
+    unchecked: list = []
+    problems = verify_cached(e.files, unchecked=unchecked)
+    for u in unchecked:
+        print(f"  ? {u}", file=sys.stderr)
     if problems:
         for p in problems:
             print(f"  ✗ {p}", file=sys.stderr)
         return _err(f"{e.name}: {len(problems)} problem(s); remove and download it again")
+    checked = len(e.files) - len(unchecked)
+    if checked == 0:
+        return _err(f"{e.name}: none of its {len(e.files)} files could be checked (no hash to compare with)")
+    if unchecked:
+        print(f"{e.name}: {checked} of {len(e.files)} files match the hub's hashes; {len(unchecked)} could not "
+              "be checked (listed above)")
+        return EXIT_OK
     print(f"{e.name}: all {len(e.files)} files match the hub's hashes")
     return EXIT_OK
 

@@ -334,10 +334,18 @@ def verify_file(path: Path, size: Optional[int], etag: Optional[str], label: str
         )
 
 
-def verify_cached(files: Iterable[HubFile], cache_dir: Optional[Path] = None) -> list:
+def is_checkable(etag: str) -> bool:
+    """Whether a cache blob name is a hash the content can be checked against."""
+    tag = (etag or "").strip('"').lower()
+    return bool(re.fullmatch(r"[0-9a-f]{64}|[0-9a-f]{40}", tag))
+
+
+def verify_cached(files: Iterable[HubFile], cache_dir: Optional[Path] = None, unchecked: Optional[list] = None) -> list:
     """Offline check of cached files: each blob's name is its ETag, so re-hash and compare.
 
     Returns a list of problems (strings); missing files are reported too. Nothing is removed.
+    Files whose blob name is not a hash (so nothing to compare with) are appended to
+    ``unchecked`` (when given) rather than counted as matching.
     """
     problems = []
     for f in files:
@@ -346,6 +354,10 @@ def verify_cached(files: Iterable[HubFile], cache_dir: Optional[Path] = None) ->
             problems.append(f"{f.label}: not downloaded")
             continue
         blob = Path(os.path.realpath(p))
+        if not is_checkable(blob.name):
+            if unchecked is not None:
+                unchecked.append(f"{f.label}: its cache name {blob.name!r} is not a hash, so it cannot be checked")
+            continue
         bad = _check_content(p, None, blob.name)
         if bad:
             problems.append(f"{f.label}: {bad}")
