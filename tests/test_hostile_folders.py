@@ -178,3 +178,25 @@ def test_cli_prints_one_line_not_a_traceback(good, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err
     assert err.count("\n") == 1 and '"gpt" must name a weights file' in err and str(folder) in err
+
+
+def test_full_disk_is_one_line_naming_the_file_and_leaves_nothing(good, tmp_path):
+    """RLIMIT_FSIZE in a child process: writing the PNG fails like a full disk would."""
+    import resource
+    import subprocess
+    import sys
+
+    out = tmp_path / "o" / "x.png"
+    out.parent.mkdir()
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    env = {**os.environ, "LANTERN_STUDIO_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "lantern_studio", "generate", "a red heart", "--model", str(good),
+                        "--out", str(out), "--quiet"], preexec_fn=limit, capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 1, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and str(out) in lines[0] and "Traceback" not in r.stderr, r.stderr
+    assert list(out.parent.iterdir()) == []  # no partial PNG, no temp file

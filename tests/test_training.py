@@ -160,3 +160,38 @@ def test_ar_ema_weights_are_exported_and_export_only_rewrites_them(dataset, tmp_
     m2 = ar.train(parse(ar, [*argv, "--ema", "0.5", "--export"]))
     assert m2["step"] == 4 and (tmp_path / "ar" / "gpt.safetensors").is_file()
     assert torch.load(tmp_path / "ar" / "ckpt.pt", weights_only=True)["step"] == 4
+
+
+@pytest.mark.slow
+def test_train_ar_under_torchrun_ddp_ends_with_identical_weights_on_both_ranks(dataset, tmp_path):
+    """`train ar` unchanged under torchrun: 2 CPU processes (gloo), different batches per rank,
+    gradients all-reduced, so both ranks end with the same weights (digests in their logs)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+
+    vq_model = VQModel(VQArgs(ch=16, encoder_ch_mult=[1, 1, 1, 1], decoder_ch_mult=[1, 1, 1, 1], z_channels=16,
+                              codebook_size=32, codebook_embed_dim=4, norm_groups=8))
+    vq_file = save_vq(vq_model, vq_model.args, tmp_path / "vq.safetensors")
+    run = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "lantern_studio", "--", "train", "ar", "--vq", str(vq_file), "--data", str(dataset), "--run", str(run),
+           "--steps", "4", "--batch", "4", "--dim", "32", "--layers", "1", "--heads", "2", "--length", "6",
+           "--encoder", "hash:16", "--threads", "1", "--eval-every", "100", "--eval-images", "4", "--warmup", "1",
+           "--lr", "1e-2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    digest = re.compile(r"rank (\d) final weights sha256 ([0-9a-f]{64})")
+    d0 = digest.findall((run / "log.txt").read_text())
+    d1 = digest.findall((run / "rank1" / "log.txt").read_text())
+    assert d0 and d1 and d0[-1][0] == "0" and d1[-1][0] == "1"
+    assert d0[-1][1] == d1[-1][1]  # identical weights on both ranks
+    assert "per rank × 2 ranks (DDP)" in (run / "log.txt").read_text()
+    assert (run / "gpt.safetensors").is_file() and not (run / "rank1" / "gpt.safetensors").exists()
+    # and the weights did change: a single-process run of the same settings is a different model
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["step"] == 4

@@ -27,6 +27,7 @@ from ..engine.checkpoints import save_gpt
 from ..engine.model import ModelArgs, Transformer
 from ..engine.text import left_pad
 from ..paths import data_dir, runs_dir
+from . import distributed
 from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
 
 from .data import identity_weights, short_caption
@@ -132,7 +133,7 @@ def batch_from(prep: dict, idx: torch.Tensor, gen: torch.Generator, augment: boo
 
 
 def nll(model: Transformer, tok, emb, mask) -> torch.Tensor:
-    logits = model.teacher_forced_logits(tok[:, :-1], emb, mask)
+    logits = model(tok[:, :-1], emb, mask)  # forward = teacher_forced_logits (through DDP's hooks when wrapped)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tok.reshape(-1))
 
 
@@ -151,14 +152,31 @@ def evaluate(model: Transformer, prep: dict, idx: torch.Tensor, batch: int = 64)
 
 
 def train(args) -> dict:
+    """Train (or resume); under torchrun every rank runs this, rank 0 logs, saves and exports."""
+    group = distributed.setup()
+    try:
+        return _train(args, group)
+    finally:
+        distributed.teardown(group)
+
+
+def _train(args, group) -> dict:
     run = Path(args.run)
     run.mkdir(parents=True, exist_ok=True)
-    log = RunLog(run)
+    # Rank 0 writes the run's log; other ranks keep their own beside it.
+    log = RunLog(run) if group.main else RunLog(run / f"rank{group.rank}", quiet=True)
     import os
 
     # The one-off tokenizing pass uses every core; the training loop then runs with --threads.
-    torch.set_num_threads(max(args.threads, os.cpu_count() or 1) if args.prepared is None else args.threads)
-    prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log) if args.prepared is None else args.prepared
+    if args.prepared is None:
+        torch.set_num_threads(max(args.threads, (os.cpu_count() or 1) // group.world))
+        if not group.main:
+            distributed.barrier(group)  # rank 0 tokenizes once; the others read its cache
+        prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
+        if group.main:
+            distributed.barrier(group)
+    else:
+        prep = args.prepared
     torch.set_num_threads(args.threads)
     train_idx = torch.nonzero(prep["train"]).flatten()
     held_idx = torch.nonzero(~prep["train"]).flatten()
@@ -167,7 +185,7 @@ def train(args) -> dict:
     margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim, args.layers, args.heads)
     model = Transformer(margs)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
     step, wall_before = 0, 0.0
     ckpt_path = run / "ckpt.pt"
     ck = load_checkpoint(ckpt_path)
@@ -177,7 +195,8 @@ def train(args) -> dict:
             raise SystemExit(f"{ckpt_path}: was trained with other model settings; use another --run folder")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
-        gen.set_state(ck["gen"])
+        if group.main:
+            gen.set_state(ck["gen"])
         step, wall_before = ck["step"], ck.get("wall", 0.0)
         ema = ck.get("ema")
         log(f"resumed from step {step}")
@@ -197,24 +216,28 @@ def train(args) -> dict:
         return export(model, ema, run, ck.get("history", []), margs, args, step, wall_before, log)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"AR model: {n_params / 1e6:.2f} M params, {len(train_idx)} train / {len(held_idx)} held-out images, "
-        f"target {args.steps} steps, batch {args.batch}")
+        f"target {args.steps} steps, batch {args.batch}"
+        + (f" per rank × {group.world} ranks (DDP)" if group.active else ""))
+    step_model = distributed.wrap(model, group)
     budget = Budget(args.budget_minutes, every_seconds=args.checkpoint_seconds)
     history = ck.get("history", []) if ck else []
 
     def save():
+        if not group.main:
+            return
         save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
                         wall=wall_before + budget.elapsed, model_args=margs.to_dict(), history=history, ema=ema)
 
     model.train()
     t_last, loss_ema = time.time(), None
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16 else torch.autocast("cpu", enabled=False)
-    while step < args.steps and not budget.spent():
+    while step < args.steps and not distributed.any_rank(group, budget.spent()):
         lr = cosine_lr(step, args.steps, args.lr, args.warmup)
         for gparam in opt.param_groups:
             gparam["lr"] = lr
         b = train_idx[torch.multinomial(train_w, args.batch, replacement=True, generator=gen)]
         with autocast:
-            loss = nll(model, *batch_from(prep, b, gen))
+            loss = nll(step_model, *batch_from(prep, b, gen))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -230,14 +253,18 @@ def train(args) -> dict:
             dt = (time.time() - t_last) / args.log_every
             t_last = time.time()
             log(f"step {step}/{args.steps} loss {loss_ema:.3f} lr {lr:.2e} {dt:.2f}s/step")
-        if step % args.eval_every == 0 or step == args.steps:
+        if group.main and (step % args.eval_every == 0 or step == args.steps):
             h = evaluate(model, prep, held_idx[: args.eval_images])
             tr = evaluate(model, prep, train_idx[: args.eval_images])
             history.append({"step": step, "heldout_nll": h, "train_nll": tr, "wall": wall_before + budget.elapsed})
             log(f"eval step {step}: held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}")
-        if budget.checkpoint_due():
+        if budget.checkpoint_due() and group.main:
             save()
             log(f"checkpoint at step {step}")
+    if group.active:
+        log(f"rank {group.rank} final weights sha256 {distributed.state_digest(model)}")
+        if not group.main:
+            return {"step": step, "rank": group.rank}
     if not history or history[-1]["step"] != step:
         h = evaluate(model, prep, held_idx[: args.eval_images])
         tr = evaluate(model, prep, train_idx[: args.eval_images])
