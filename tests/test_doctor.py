@@ -36,6 +36,10 @@ def test_text_report(capsys, tiny_folder):
 
     assert torch.__version__ in out
     assert ("CPU only" in out) or ("CUDA " in out) or ("ROCm " in out)
+    from lantern_studio.engine.precision import native_bf16
+
+    ok, why = native_bf16("cuda" if torch.cuda.is_available() else "cpu")
+    assert f"auto={'bf16' if ok else 'fp32'}" in out and why in out  # which precision auto picks, and why
     assert "qpa offscreen" in out and "started=yes" in out  # the child process started Qt offscreen
     assert str(tiny_folder) in out
     assert out.count("  OK") >= 3 and "MISMATCH" not in out

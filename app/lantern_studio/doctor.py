@@ -118,6 +118,13 @@ def probe_torch() -> dict:
         out["cudnn"] = _guard(lambda: cudnn.version())
     mkldnn = getattr(torch.backends, "mkldnn", None)
     out["mkldnn"] = bool(mkldnn is not None and mkldnn.is_available())
+    from .devices import pick_device
+    from .engine.precision import name, native_bf16, resolve
+
+    dev = _guard(lambda: pick_device(None))
+    dev = dev if isinstance(dev, str) else "cpu"
+    ok, why = native_bf16(dev)
+    out["precision"] = {"device": dev, "auto": name(resolve("auto", dev)), "native_bf16": ok, "why": why}
     return out
 
 
