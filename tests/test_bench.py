@@ -276,27 +276,31 @@ def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
 def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
     full = method_grid(("none", "jacobi", "eagle"), 16384)
     names = [m.name for m in full]
-    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4 + 2
+    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4 + 5 + 2
     assert names[:3] == ["vanilla-fp32", "exact-eagle", "exact-jacobi"]
     both = [m.name for m in method_grid(("none", "jacobi"), 64, vanilla_precisions=("fp32", "bf16"))]
     assert both[:2] == ["vanilla-fp32", "vanilla-bf16"]
     assert "lantern-eagle-k256-d0.05" in names and "lantern++-eagle-k64-l4" in names
-    assert names[-6:] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
-                          "lantern-jacobi-k256-d0.4", "exact-sjd", "lantern-sjd-k64-d0.2"]
+    assert names[-11:] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
+                           "lantern-jacobi-k256-d0.4", "exact-jacobi-L24", "lantern-jacobi-k64-d0.2-L16",
+                           "lantern-jacobi-k64-d0.2-L24", "lantern-jacobi-k256-d0.4-L16", "lantern-jacobi-k256-d0.4-L24",
+                           "exact-sjd", "lantern-sjd-k64-d0.2"]
+    long = next(m for m in full if m.name == "lantern-jacobi-k256-d0.4-L24").settings(GenerationSettings(), 0)
+    assert long.draft_length == 24 and long.k == 256 and long.coupling
     assert not next(m for m in full if m.name == "exact-sjd").settings(GenerationSettings(), 0).coupling
     assert all(m.drafter == "eagle" for m in full if m.family in ("lantern", "lantern++"))
     # no learned drafter: LANTERN runs on Jacobi drafts; the relaxed-Jacobi points are then duplicates
     no_eagle = method_grid(("none", "jacobi"), 16384)
-    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2 + 2
+    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2 + 5 + 2
     # k clipped to V − 1, duplicates dropped
     small = method_grid(("none", "jacobi", "eagle"), 64)
-    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2 + 2
+    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2 + 5 + 2
     assert [m.name for m in method_grid(("none", "jacobi", "eagle"), 64, quick=True,
                                         vanilla_precisions=[v.split("-")[1] for v in VANILLAS])] == QUICK_NAMES
     assert [m.name for m in select_methods(full, ["lantern++"])] == ["vanilla-fp32", "lantern++-eagle-k64-l2",
                                                                       "lantern++-eagle-k64-l4"]
     assert [m.name for m in select_methods(full, ["exact-*,*k16-d0.4"])] == [
-        "vanilla-fp32", "exact-eagle", "exact-jacobi", "lantern-eagle-k16-d0.4", "exact-sjd"]
+        "vanilla-fp32", "exact-eagle", "exact-jacobi", "lantern-eagle-k16-d0.4", "exact-jacobi-L24", "exact-sjd"]
     with pytest.raises(bench.BenchError, match="--methods"):
         select_methods(full, ["nope*"])
     assert cli_main(["bench", "--model", str(tiny_dir), "--methods", "nope"]) == 2

@@ -58,6 +58,8 @@ LANTERN_DELTAS = (0.05, 0.1, 0.2, 0.4)
 PLUS_K = 64
 PLUS_LAMS = (2.0, 4.0)
 JACOBI_RELAXED = ((64, 0.2), (64, 0.4), (256, 0.2), (256, 0.4))  # (k, δ) on Jacobi drafts; --quick: the first
+# Coupled (MC-SJD) Jacobi windows converge, so longer windows pay: (k, δ, draft length); δ = 0 is exact.
+JACOBI_LONG = ((0, 0.0, 24), (64, 0.2, 16), (64, 0.2, 24), (256, 0.4, 16), (256, 0.4, 24))
 QUICK_LANTERN = ((64, 0.1), (256, 0.4))
 QUICK_PROMPTS = 2
 DEFAULT_N = 16
@@ -71,7 +73,7 @@ FALLBACK_PROMPTS = (
 
 #: Every field a method's entry in the report has (values may be null).
 METHOD_FIELDS = (
-    "name", "label", "family", "drafter", "k", "delta", "lam", "precision", "reference", "settings",
+    "name", "label", "family", "drafter", "k", "delta", "lam", "draft_length", "precision", "reference", "settings",
     "images", "seconds_median", "seconds_mean", "decode_seconds_median",
     "speedup_median", "speedup_q25", "speedup_q75", "speedup_min", "speedup_max",
     "decode_speedup_median",
@@ -112,32 +114,38 @@ class Method:
     lam: Optional[float] = None
     precision: Optional[str] = None  # None: the precision the bench runs speculative methods in
     coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: plain SJD
+    draft_length: Optional[int] = None  # None: the model's default
 
     @property
     def label(self) -> str:
         if self.family == "vanilla":
             return "vanilla AR" + (f" ({self.precision})" if self.precision else "")
+        window = "" if self.draft_length is None else f", window {self.draft_length}"
         if self.family == "exact":
-            return f"exact speculative ({self.drafter}{'' if self.coupling else ', uncoupled SJD'})"
+            return f"exact speculative ({self.drafter}{'' if self.coupling else ', uncoupled SJD'}{window})"
         if self.lam is not None:
             return f"LANTERN++ {self.drafter} k={self.k} λ={_fmt_num(self.lam)}"
         what = "Jacobi + relaxation" if self.family == "jacobi-relaxed" else f"LANTERN {self.drafter}"
         if not self.coupling:
             what += " (uncoupled SJD)"
-        return f"{what} k={self.k} δ={_fmt_num(self.delta)}"
+        return f"{what} k={self.k} δ={_fmt_num(self.delta)}{window}"
 
     def key(self) -> tuple:
         """What the engine sees (two names with the same key are the same run)."""
-        return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling)
+        return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling, self.draft_length)
 
     def settings(self, base, seed: int):
-        return base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam,
-                          coupling=self.coupling)
+        s = base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam,
+                       coupling=self.coupling)
+        return s if self.draft_length is None else s.with_(draft_length=self.draft_length)
 
 
-def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupling: bool = True) -> Method:
+def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupling: bool = True,
+             draft_length: Optional[int] = None) -> Method:
     tag = drafter if coupling else "sjd"
-    return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}", family, drafter, k, float(delta), coupling=coupling)
+    window = "" if draft_length is None else f"-L{draft_length}"
+    return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}{window}", family, drafter, k, float(delta),
+                  coupling=coupling, draft_length=draft_length)
 
 
 def _plus(drafter: str, k: int, lam: float) -> Method:
@@ -168,7 +176,9 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
         out += [_lantern(relaxed, clip(k), d) for k in ks for d in deltas]
         out += [_plus(relaxed, clip(PLUS_K), lam) for lam in lams]
     out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed") for k, d in JACOBI_RELAXED[: 1 if quick else None]]
-    if not quick:  # the uncoupled SJD baseline MC-SJD's coupling is measured against
+    if not quick:  # the uncoupled SJD baseline MC-SJD's coupling is measured against; long coupled windows
+        out += [Method(f"exact-jacobi-L{n}", "exact", "jacobi", draft_length=n) if k == 0 else
+                _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_LONG]
         out += [Method("exact-sjd", "exact", "jacobi", coupling=False)]
         out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", coupling=False) for k, d in JACOBI_RELAXED[:1]]
     seen, unique = set(), []
@@ -461,6 +471,7 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
     for m, r in zip(methods, results):
         r["precision"] = m.precision or default_precision
         r["reference"] = m is ref
+        r["draft_length"] = (r.get("settings") or {}).get("draft_length")
     v_fid = reference_of(results)["prompt_fidelity"]
     for r in results:
         r["fidelity_delta"] = (r["prompt_fidelity"] - v_fid) if (r["prompt_fidelity"] is not None and v_fid is not None) else None
@@ -599,7 +610,7 @@ def pick_default(results, max_fidelity_drop: float = 0.03) -> Optional[dict]:
     return {
         "name": best["name"], "label": best.get("label"), "family": best.get("family"),
         "drafter": best.get("drafter"), "k": best.get("k"), "delta": best.get("delta"), "lam": best.get("lam"),
-        "speedup_median": best.get("speedup_median"), "speedup_q25": best.get("speedup_q25"),
+        "draft_length": best.get("draft_length"), "speedup_median": best.get("speedup_median"), "speedup_q25": best.get("speedup_q25"),
         "speedup_q75": best.get("speedup_q75"), "mean_accepted_length": best.get("mean_accepted_length"),
         "prompt_fidelity": best.get("prompt_fidelity"), "fidelity_delta": best.get("fidelity_delta"),
         "vanilla_fidelity": v_fid, "max_fidelity_drop": max_fidelity_drop, "criterion": criterion,
