@@ -390,13 +390,7 @@ def extract_package(
 
 
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise DatasetError(f"{what} not found: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{what} is not valid JSON ({path}): {exc}") from None
+    return iconify.read_json(path, what, DatasetError)
 
 
 def _package_info(pkg_dir: Path) -> dict[str, Any]:

@@ -76,20 +76,22 @@ class IconData:
     height: float
 
 
-def _load_json(path: Path, what: str) -> Any:
+def read_json(path: Path, what: str, error: type = None) -> Any:
+    """A package's JSON file, or ``error`` (IconSetError by default) naming it and what is wrong."""
+    error = error or IconSetError
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except FileNotFoundError:
-        raise IconSetError(f"{what} not found: {path}") from None
+        raise error(f"{what} not found: {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IconSetError(f"{what} is not readable JSON ({path}): {exc}") from None
+        raise error(f"{what} is not readable JSON ({path}): {exc}") from None
 
 
 def read_icon_set(pkg_dir: str | Path, chars_dir: str | Path | None = None) -> IconData:
     """Read ``icons.json`` (and ``chars.json``, from ``chars_dir`` if given) of an extracted package."""
     pkg_dir = Path(pkg_dir)
-    doc = _load_json(pkg_dir / "icons.json", "icons.json")
+    doc = read_json(pkg_dir / "icons.json", "icons.json")
     if not isinstance(doc, dict) or not isinstance(doc.get("icons"), dict):
         raise IconSetError(f"{pkg_dir / 'icons.json'}: no 'icons' object")
     icons = {n: v for n, v in doc["icons"].items() if isinstance(v, dict) and isinstance(v.get("body"), str)}
@@ -100,7 +102,7 @@ def read_icon_set(pkg_dir: str | Path, chars_dir: str | Path | None = None) -> I
     chars: dict[str, str] = {}
     cpath = Path(chars_dir or pkg_dir) / "chars.json"
     if cpath.is_file():
-        raw = _load_json(cpath, "chars.json")
+        raw = read_json(cpath, "chars.json")
         if isinstance(raw, dict):
             chars = {str(k): str(v) for k, v in raw.items()}
     return IconData(icons, aliases, chars, float(doc.get("width") or 16), float(doc.get("height") or 16))

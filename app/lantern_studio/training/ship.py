@@ -179,6 +179,20 @@ RECIPE = [
     "lantern-studio train ship --card-only --vq ~/.cache/lantern-studio/runs/vqdec/vq.safetensors \\\n"
     "    --eagle ~/.cache/lantern-studio/runs/drafter2/eagle.safetensors \\\n"
     "    --bench-json docs/bench-fidelity-emoji64.json docs/bench-emoji64.json --grid   # grid at the final defaults",
+    "# session 3 (2026-12-01, 2-core AMD EPYC with AVX2 only, no GPU): data v2 (five art styles, identity-balanced",
+    "# sampling); the session-2 tokenizer, drafter and recogniser are kept as they were (copied to runs/ship2/*)",
+    "lantern-studio train data   # 15,318 images of 1,911 identities; manifest hashes below",
+    "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq-ship1.safetensors --run ~/.cache/lantern-studio/runs/ar-v2 \\\n"
+    "    --layers 6 --dim 256 --heads 8 --steps 40000 --lr 5e-4 --warmup 100 --ema 0.999 --eval-every 500 --log-every 50 \\\n"
+    "    --init-from ~/.cache/lantern-studio/runs/gpt-ship1.safetensors --threads 1   # (vq-ship1 / gpt-ship1: the",
+    "    # session-2 vq.safetensors / gpt.safetensors); re-run with --threads 2 at step 316, stopped by hand (see metrics)",
+    "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq-ship1.safetensors --run ~/.cache/lantern-studio/runs/ar-v2 \\\n"
+    "    --layers 6 --dim 256 --heads 8 --steps 40000 --lr 5e-4 --warmup 100 --ema 0.999 --export   # the EMA weights",
+    "lantern-studio train ship --gpt ~/.cache/lantern-studio/runs/ar-v2/gpt.safetensors \\\n"
+    "    --vq ~/.cache/lantern-studio/runs/ship2/vq/vq.safetensors --eagle ~/.cache/lantern-studio/runs/ship2/eagle/eagle.safetensors \\\n"
+    "    --recogniser ~/.cache/lantern-studio/runs/ship2/recogniser/recogniser.safetensors",
+    "# to continue on a new machine (no optimizer state in git): the same train ar command with a new --run folder and",
+    "#   --init-from resources/models/emoji-64/gpt.safetensors --start-step <the AR step in the table below>",
 ]
 
 
@@ -328,6 +342,15 @@ def write_model_card(out: Path, man: dict, metrics: dict, data_manifest: dict, c
               f"{_fmt(rm.get('wall_seconds'), 0)} s | real held-out top-1 {_fmt(rm.get('heldout_top1'))}, "
               f"top-5 {_fmt(rm.get('heldout_top5'))} (the fidelity ceiling) |", "",
               f"Hardware: {machine_info()['cpu']} ({platform.machine()}), {os.cpu_count()} CPU cores, no GPU.", ""]
+    per_style = vqm.get("heldout_psnr_per_style_data_v2") or vqm.get("heldout_psnr_per_style")
+    if per_style:
+        lines += ["Tokenizer held-out PSNR per art style: " + ", ".join(f"{k} {v:.2f} dB" for k, v in per_style.items())
+                  + (f" ({vqm['per_style_note']})" if vqm.get("per_style_note") else "") + ".", ""]
+    sources = {part: m["source"] for part, m in (("tokenizer", vqm), ("AR model", arm), ("drafter", dm),
+                                                 ("recogniser", rm)) if m.get("source")}
+    if sources:
+        lines += ["Where a part's numbers come from an earlier run: " + "; ".join(f"{k}: {v}" for k, v in sources.items())
+                  + ".", ""]
     if reports:
         defaults = GenerationSettings.from_dict(man.get("defaults", {}))
         lines += ["## Targets", "", targets_table(metrics, reports[0][1], defaults), "",
