@@ -202,3 +202,13 @@ def test_couple_keeps_drafts_when_distributions_agree_and_is_exact_per_slot():
     # and it moves as little as a coupling can: P(unchanged) = Σ min(q_old, q_new) = 0.2 + 0.2 + 0.1
     stay = (outs[:, 0] == prevs).float().mean()
     assert abs(float(stay) - 0.5) < 0.015
+
+
+def test_eagle_chain_is_capped_at_its_own_length_while_jacobi_takes_the_window():
+    gpt = tiny_gpt("c2i", vocab=16, grid=8, dim=32, layers=1)
+    s = GenerationSettings(seed=1, draft_length=24, cfg_scale=1.0)
+    seen = {}
+    for name, drafter in (("eagle", EagleDrafter(tiny_eagle(gpt))), ("jacobi", JacobiDrafter())):
+        run = Decoding(gpt, torch.tensor([1]), s.with_(drafter=name), drafter=drafter)
+        seen[name] = max(ev.drafted for ev in run)
+    assert seen["eagle"] == EagleDrafter.max_draft == 10 and seen["jacobi"] == 24

@@ -194,6 +194,8 @@ class Decoding:
             t = time.perf_counter()
             n = ctx.n_fixed
             want = min(st.draft_length, self.total - n)
+            if drafter.max_draft is not None:
+                want = min(want, drafter.max_draft)
             drafts, q = drafter.propose(ctx, want)
             s.drafter_forwards = drafter.forwards
             t_draft = time.perf_counter()
