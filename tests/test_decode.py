@@ -176,10 +176,10 @@ def test_coupled_jacobi_is_lossless_and_a_coupling_mutant_is_caught(model, monke
     cond = torch.tensor([4])
     settings = SETTINGS.with_(drafter="jacobi", draft_length=3)
     exact = exact_joint3(model, cond, settings)
-    got = empirical_joint3(model, cond, settings, JacobiDrafter("uniform", coupled=True), N_SAMPLES)
-    assert tv(got, exact) < TV_TOLERANCE
+    got = empirical_joint3(model, cond, settings, JacobiDrafter("uniform", coupled=True), N_SAMPLES // 2)
+    assert tv(got, exact) < TV_TOLERANCE  # sampling noise at 10k draws ≈ 0.005
     monkeypatch.setattr(drafters, "couple", lambda prev, pq, nq, g: torch.cat([prev, drafters.sample(nq[prev.shape[0]:], g)]))
-    mutant = empirical_joint3(model, cond, settings, JacobiDrafter("uniform", coupled=True), N_SAMPLES // 4)
+    mutant = empirical_joint3(model, cond, settings, JacobiDrafter("uniform", coupled=True), N_SAMPLES // 8)
     assert tv(mutant, exact) > TV_TOLERANCE + 0.02
 
 
