@@ -7,6 +7,7 @@ holds no global state and never imports Qt.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,6 @@ class ImagePipeline:
         with its own copies of the target and drafter in ``precision`` (this one is
         left as it is). Cast from this pipeline's weights, so derive variants from
         the most precise one."""
-        import copy
-
         dtype = precision if isinstance(precision, torch.dtype) else _precision.resolve(precision, self.device)
         if dtype == self.dtype:
             return self
@@ -116,7 +115,6 @@ class ImagePipeline:
         other.gpt = _precision.cast_transformer(copy.deepcopy(self.gpt), dtype)
         if self.eagle is not None:
             other.eagle = _precision.cast_transformer(copy.deepcopy(self.eagle), dtype)
-        other._table = self.table if self._table is not None else None
         return other
 
     @property

@@ -34,11 +34,11 @@ def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, veri
     from ..engine.precision import resolve
 
     resolve(precision, device or "cpu")  # a bad value fails before anything loads
-    pipe = _load(spec, device, verify)
+    pipe = _load(spec, device, verify, precision)
     return pipe.set_precision(precision)
 
 
-def _load(spec: Optional[str], device: Optional[str], verify: bool):
+def _load(spec: Optional[str], device: Optional[str], verify: bool, precision: Optional[str] = "auto"):
     from .local import load_model_dir
 
     spec = spec or BUNDLED_NAME
@@ -58,5 +58,6 @@ def _load(spec: Optional[str], device: Optional[str], verify: bool):
     except ImportError:  # pragma: no cover - catalogue not installed
         catalogue = None
     if catalogue is not None and spec in getattr(catalogue, "CATALOGUE", {}):
-        return catalogue.load_pipeline(spec, device=device)
+        # cast once, to the asked precision (not to auto first: a bf16 round trip would round the weights)
+        return catalogue.load_pipeline(spec, device=device, dtype=precision)
     raise CheckpointError(f"model {spec!r}: not a model folder, the bundled model ({BUNDLED_NAME}) or a catalogue name")

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -165,8 +166,6 @@ def _train(args, group) -> dict:
     run.mkdir(parents=True, exist_ok=True)
     # Rank 0 writes the run's log; other ranks keep their own beside it.
     log = RunLog(run) if group.main else RunLog(run / f"rank{group.rank}", quiet=True)
-    import os
-
     # The one-off tokenizing pass uses every core; the training loop then runs with --threads.
     if args.prepared is None:
         torch.set_num_threads(max(args.threads, (os.cpu_count() or 1) // group.world))

@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -182,7 +182,7 @@ def sets_by_package() -> dict[str, IconSet]:
     return {s.package: s for s in ICON_SETS}
 
 
-def wanted_members(_spec_name: str) -> "callable":
+def wanted_members(_spec_name: str) -> Callable[[str], bool]:
     files = {"package.json", "icons.json", "chars.json", "info.json", "LICENSE", "license.txt"}
     return lambda rel: rel in files
 
