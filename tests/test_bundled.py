@@ -54,3 +54,13 @@ def test_odd_prompts_have_a_defined_outcome(pipe):
     # long but allowed: the caption prefix is truncated to the model's length
     long = pipe.conditioner("a red heart " * 80)
     assert long.cond.shape[1] == pipe.gpt.cls_token_num
+
+
+def test_loading_the_text_encoder_prints_no_third_party_progress_bars(capfd):
+    from lantern_studio.engine.text import MiniLMEncoder
+
+    capfd.readouterr()
+    v = MiniLMEncoder().pooled(["a red heart"])
+    out, err = capfd.readouterr()
+    assert v.shape == (1, 384)
+    assert "Loading weights" not in err + out and "it/s" not in err + out, err[-300:]

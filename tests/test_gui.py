@@ -300,3 +300,41 @@ def test_quality_score_reaches_record_and_chart(qtbot, tiny):
     job, r = run_job(qtbot, w, "a green frog")  # the scorer cannot judge this prompt: no score, no banner
     assert r.score is None and r.warning is None and w.banner.text() == ""
     assert len(w.chart.scatter.data) == 1 and w.chart.hidden == 1
+
+
+def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkeypatch):
+    """Start-up warms the model in the background; a Generate pressed meanwhile is
+    queued with the reason shown, and runs once the model is ready."""
+    import threading
+
+    from lantern_studio.engine.pipeline import ImagePipeline
+    from lantern_studio.gui.app import create_main_window
+
+    release, stages = threading.Event(), []
+    real = ImagePipeline.warm_up
+
+    def held_warm_up(self, progress=None, decode_steps=2):
+        def say(message):
+            stages.append(message)
+            progress(message)
+        real(self, say, decode_steps)
+        assert release.wait(30), "the test never released the warm-up"
+
+    monkeypatch.setattr(ImagePipeline, "warm_up", held_warm_up)
+    w = create_main_window(str(tiny))
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.engine.loading == "warming up the decoder…", timeout=WAIT)
+    assert w.model_info is None
+    w.controls.set_prompt("a red heart")
+    job = w.generate()
+    assert job is not None
+    assert "waiting for the model" in w.canvas.progress.format()
+    w.queue_view.update_from(w.engine)
+    assert "waiting for the model" in w.queue_view.list.item(0).text()
+    assert w.last_result is None and not w.started_jobs
+    release.set()
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
+    assert stages == ["loading text encoder…", "preparing neighbour table…", "warming up the decoder…"]
+    assert w.model_info is not None and w.engine.loading is None
+    assert w.status_model.text().startswith(w.model_info.name)

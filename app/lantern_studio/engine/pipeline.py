@@ -130,14 +130,32 @@ class ImagePipeline:
     def device(self):
         return next(self.gpt.parameters()).device
 
-    def warm_up(self) -> None:
-        """Load what the first generation would otherwise load silently: the text
-        encoder (through one conditioning call) and the neighbour table."""
+    def warm_up(self, progress: Optional[Callable[[str], None]] = None, decode_steps: int = 2) -> None:
+        """Load what the first generation would otherwise load silently — the text
+        encoder (through one conditioning call), the neighbour table — and run
+        ``decode_steps`` rounds of a decode at the model's defaults so the first
+        real image does not pay for first-call allocations. ``progress`` hears
+        what is being done, in words."""
+        say = progress or (lambda _msg: None)
+        say("loading text encoder…")
         try:
             self.conditioner("warm up")
         except Exception:  # a class-conditional model may not know the words
             pass
+        say("preparing neighbour table…")
         _ = self.table
+        if decode_steps <= 0:
+            return
+        say("warming up the decoder…")
+        prompt = getattr(self.conditioner, "warm_prompt", "warm up")
+        try:
+            run, _c = self.decoding(prompt, self.defaults)
+        except ValueError:  # the conditioner refused the warm-up prompt (e.g. a class model): nothing to warm
+            return
+        for i, _ev in enumerate(run):
+            if i + 1 >= decode_steps:
+                break
+        self.decode_image(torch.zeros(self.grid * self.grid, dtype=torch.long))
 
     # ---------------------------------------------------------------- decoding
     def make_drafter(self, settings: GenerationSettings) -> Optional[Drafter]:

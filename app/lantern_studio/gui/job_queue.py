@@ -30,6 +30,7 @@ class JobQueue(QObject):
     # re-emitted for the window, in the GUI thread
     queue_changed = Signal()
     model_loading = Signal(object)
+    model_status = Signal(object, str)
     model_ready = Signal(object)
     model_failed = Signal(object, str)
     job_started = Signal(object)
@@ -43,6 +44,7 @@ class JobQueue(QObject):
         self.model_spec: Optional[str] = None
         self.pending: deque[Job] = deque()
         self.current: Optional[Job] = None
+        self.loading: Optional[str] = None  # what the model load is doing now; None once ready or failed
         self.thread = QThread()
         self.thread.setObjectName("lantern-engine")
         self.worker = Worker()
@@ -50,9 +52,10 @@ class JobQueue(QObject):
         self._run_requested.connect(self.worker.run_job, Q)
         self._load_requested.connect(self.worker.load_model, Q)
         w = self.worker
-        w.model_loading.connect(self.model_loading, Q)
-        w.model_ready.connect(self.model_ready, Q)
-        w.model_failed.connect(self.model_failed, Q)
+        w.model_loading.connect(self._on_loading, Q)
+        w.model_status.connect(self._on_status, Q)
+        w.model_ready.connect(self._on_ready, Q)
+        w.model_failed.connect(self._on_model_failed, Q)
         w.job_started.connect(self.job_started, Q)
         w.frame.connect(self.frame, Q)
         w.job_finished.connect(self._on_finished, Q)
@@ -105,6 +108,29 @@ class JobQueue(QObject):
         return self.current is not None or bool(self.pending)
 
     # ------------------------------------------------------------------ worker answers
+    @Slot(object)
+    def _on_loading(self, spec) -> None:
+        self.loading = "loading model…"
+        self.model_loading.emit(spec)
+
+    @Slot(object, str)
+    def _on_status(self, spec, message: str) -> None:
+        self.loading = message
+        self.model_status.emit(spec, message)
+        self.queue_changed.emit()
+
+    @Slot(object)
+    def _on_ready(self, info) -> None:
+        self.loading = None
+        self.model_ready.emit(info)
+        self.queue_changed.emit()
+
+    @Slot(object, str)
+    def _on_model_failed(self, spec, message: str) -> None:
+        self.loading = None
+        self.model_failed.emit(spec, message)
+        self.queue_changed.emit()
+
     def _dispatch(self) -> None:
         if self._stopped or self.current is not None or not self.pending:
             return

@@ -203,6 +203,7 @@ class MainWindow(QMainWindow):
         e = self.engine
         e.queue_changed.connect(self._queue_changed)
         e.model_loading.connect(self._model_loading)
+        e.model_status.connect(self._model_status)
         e.model_ready.connect(self._model_ready)
         e.model_failed.connect(self._model_failed)
         e.job_started.connect(self._job_started)
@@ -317,6 +318,12 @@ class MainWindow(QMainWindow):
         self.status_model.setText("loading model…")
         self.statusBar().showMessage("Loading model…")
 
+    def _model_status(self, spec, message: str) -> None:
+        self.status_model.setText(message)
+        self.statusBar().showMessage(f"Getting the model ready: {message}")
+        if self.engine.busy:
+            self.canvas.set_status(f"Generate is queued: waiting for the model ({message})")
+
     def _model_ready(self, info: ModelInfo) -> None:
         changed = self.model_info is None or self.model_info.name != info.name
         self.model_info = info
@@ -363,7 +370,11 @@ class MainWindow(QMainWindow):
         self.controls.remember_prompt(prompt)
         if self._banner_topic == "input":
             self.banner.dismiss()
-        return self.engine.submit(prompt, s)
+        job = self.engine.submit(prompt, s)
+        if self.engine.loading:  # it runs as soon as the model is ready: say why it waits
+            self.canvas.set_status(f"Generate is queued: waiting for the model ({self.engine.loading})")
+            self.statusBar().showMessage(f"#{job.id} queued: the model is still getting ready ({self.engine.loading})")
+        return job
 
     def compare(self) -> Optional[tuple]:
         s = self._checked_settings()

@@ -53,9 +53,15 @@ class QueueView(QWidget):
         self.list.clear()
         current = engine.current if engine is not None else None
         pending = list(engine.pending) if engine is not None else []
+        loading = engine.loading if engine is not None else None
         rows = []
         if current is not None:
-            state = "cancelling…" if current.cancel_requested else "running"
+            if current.cancel_requested:
+                state = "cancelling…"
+            elif loading:
+                state = f"waiting for the model ({loading.rstrip('…')})"  # the job starts once it is ready
+            else:
+                state = "running"
             rows.append(f"▶ {state}: {current.label()}")
         for i, job in enumerate(pending, 1):
             rows.append(f"{i}. waiting, {ordinal(i)} in line: {job.label()}")
@@ -67,7 +73,9 @@ class QueueView(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, text)
             self.list.addItem(item)
         if current is None and not pending:
-            self.title.setText("Queue: idle")
+            self.title.setText("Queue: idle" if not loading else f"Queue: idle · model {loading}")
+        elif loading:
+            self.title.setText(f"Queue: {len(pending) + (current is not None)} waiting for the model ({loading})")
         else:
             self.title.setText(f"Queue: {1 if current else 0} running, {len(pending)} waiting")
         self.cancel_button.setEnabled(current is not None)

@@ -52,6 +52,7 @@ def _limit_threads() -> None:
 
 class Worker(QObject):
     model_loading = Signal(object)  # spec
+    model_status = Signal(object, str)  # spec, what the load is doing now ("loading text encoder…")
     model_ready = Signal(object)  # ModelInfo
     model_failed = Signal(object, str)  # spec, message
     job_started = Signal(object)  # Job
@@ -68,6 +69,7 @@ class Worker(QObject):
         self.throttle_s = 0.0  # test / demo hook: sleep this long after each step
         self.step_hook = None  # test hook: called as hook(job, event) in the worker thread after each step
         self.max_fps = MAX_FPS
+        self.warm = True  # warm the text encoder, neighbour table and decode path before saying ready
         self._threads_set = False
 
     # ------------------------------------------------------------------ model
@@ -80,7 +82,11 @@ class Worker(QObject):
         from ..models import load_pipeline
 
         self.model_loading.emit(spec)
+        self.model_status.emit(spec, "loading weights…")
         pipe = load_pipeline(resolve_spec(spec))
+        if self.warm:
+            # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
+            pipe.warm_up(lambda message: self.model_status.emit(spec, message))
         self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
         self.model_ready.emit(self.info())
         return pipe
