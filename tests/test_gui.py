@@ -187,6 +187,18 @@ def test_compare_and_chart(qtbot, tiny):
     pts = w.chart.points
     assert len(pts) == 2 and pts[0].x == pytest.approx(1.0) and pts[1].baseline
     assert "speed-up" in w.chart.plot.getAxis("bottom").labelText
+    # readable axes from 0 with room above the largest point, and no SI-prefix scaling
+    (x0, x1), (y0, y1) = w.chart.plot.getViewBox().viewRange()
+    assert x0 == 0.0 and x1 >= max(2.0, max(p.x for p in pts)) and y0 == 0.0
+    assert w.chart.plot.getAxis("left").autoSIPrefixScale == 1.0
+    # hover names the settings; a click loads the prompt and settings back into the controls
+    spots = w.chart.scatter.points()
+    tip = w.chart._tip(0, 0, spots[1].data())
+    assert f"seed {current.settings.seed}" in tip and current.settings.drafter in tip
+    w.controls.set_prompt("something else")
+    w.controls.set_settings(current.settings.with_(seed=current.settings.seed + 7, drafter="none"))
+    w.chart.scatter.sigClicked.emit(w.chart.scatter, [spots[1]], None)
+    assert w.controls.prompt_text() == "compare me" and w.controls.settings() == current.settings
 
 
 def test_export_metadata_reads_back(qtbot, tiny, tmp_path):
@@ -293,10 +305,15 @@ def test_quality_score_reaches_record_and_chart(qtbot, tiny):
     pipe.score = lambda image, prompt: 0.75 if "heart" in prompt else None  # a recogniser stand-in
     w.chart.set_quality_available(True)  # what ModelInfo.has_score does for a model with a recogniser
     job, r = run_job(qtbot, w, "a red heart")
-    assert r.score == 0.75 and w.finished_record["score"] == 0.75
-    assert read_png_record(w.store.entries()[0].path)["score"] == 0.75
-    assert "fidelity" in w.chart.plot.getAxis("left").labelText
-    assert w.chart.scatter.data["y"][0] == pytest.approx(0.75)
+    assert r.score == 0.75 and w.finished_record["prompt_fidelity"] == 0.75
+    saved = w.store.entries()[0].path
+    assert read_png_record(saved)["prompt_fidelity"] == 0.75
+    assert "Prompt fidelity: 75%" in Image.open(saved).text["parameters"]
+    # one name and unit everywhere: the chart's axis and point, the stats panel
+    assert w.chart.plot.getAxis("left").labelText == "prompt fidelity (%)"
+    assert w.chart.scatter.data["y"][0] == pytest.approx(75.0)
+    assert w.chart.plot.getViewBox().viewRange()[1] == pytest.approx([0.0, 100.0])
+    assert w.stats.values["fidelity"].text() == "75%" and "prompt fidelity 75%" in w.stats.run_label.text()
     job, r = run_job(qtbot, w, "a green frog")  # the scorer cannot judge this prompt: no score, no banner
     assert r.score is None and r.warning is None and w.banner.text() == ""
     assert len(w.chart.scatter.data) == 1 and w.chart.hidden == 1

@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 from PIL import Image, PngImagePlugin
 
+from . import fidelity
 from .engine.checkpoints import give_usual_mode
 
 JSON_KEY = "lantern-studio"
@@ -45,6 +46,7 @@ def a1111_parameters(record: dict) -> str:
         ("Temperature", s.get("temperature")),
         ("Top-k", s.get("top_k")),
         ("Top-p", s.get("top_p")),
+        ("Prompt fidelity", None if fidelity.of_record(record) is None else fidelity.format_value(fidelity.of_record(record))),
     ]
     return record.get("prompt", "") + "\n" + ", ".join(f"{k}: {v}" for k, v in fields if v is not None)
 

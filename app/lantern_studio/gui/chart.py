@@ -3,8 +3,11 @@
 x = measured speed-up against the most recent vanilla run (drafter none) of the
 same prompt, seed and sampling settings when there is one (●), otherwise the
 run's tokens per target forward (▲); points are re-placed when a baseline
-arrives later. y = the model's quality score (prompt fidelity) when it has a
-recogniser, else the mean accepted length.
+arrives later. y = prompt fidelity in % (the studio's one quality measure,
+:mod:`lantern_studio.fidelity`) when the model has a recogniser, else the mean
+accepted length. Axes start at 0 with room above the largest value, so one
+point or a few read sensibly. Hover a point for its settings; click it to load
+its prompt and settings into the controls.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPointF, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from .. import fidelity
 from .jobs import JobResult
 
 CMAP = pg.colormap.get("viridis")
@@ -43,11 +47,37 @@ class Point:
     delta: float
     lam: Optional[float]
     label: str
+    prompt: str = ""
+    settings: object = None  # the run's GenerationSettings (click loads them)
     x: float = 0.0
     baseline: bool = False
 
 
+def describe_settings(s) -> str:
+    """A point's settings in one line, as the controls name them."""
+    if s is None:
+        return ""
+    if s.drafter == "none":
+        how = "vanilla"
+    else:
+        how = f"{s.drafter}, window {s.draft_length}"
+        if s.k > 0:
+            how += f", k {s.k}, " + (f"λ {s.lam:g}" if s.lam is not None else f"δ {s.delta:g}")
+        else:
+            how += ", exact"
+    sampling = "greedy" if s.greedy else f"T {s.temperature:g}, top-k {s.top_k}, top-p {s.top_p:g}"
+    return f"{how} · seed {s.seed} · CFG {s.cfg_scale:g} · {sampling}"
+
+
+def axis_top(values, floor: float) -> float:
+    """Upper end of an axis from 0: 15 % above the largest value, at least ``floor``."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return max(floor, 1.15 * max(finite)) if finite else floor
+
+
 class TradeoffChart(QWidget):
+    point_chosen = Signal(str, object)  # prompt, GenerationSettings: a point was clicked
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.points: List[Point] = []
@@ -69,7 +99,10 @@ class TradeoffChart(QWidget):
             ax = self.plot.getAxis(axis)
             ax.setTextPen(pg.mkPen("#c8c9d0"))
             ax.setPen(pg.mkPen("#5a5c66"))
+            ax.enableAutoSIPrefix(False)  # no "(x0.001)": values are plain ×, % or tokens
+        self.plot.setMouseEnabled(x=False, y=False)  # fixed, readable ranges (set in _replot)
         self.scatter = pg.ScatterPlotItem(hoverable=True, tip=self._tip, hoverSize=16)
+        self.scatter.sigClicked.connect(self._clicked)
         self.plot.addItem(self.scatter)
         lay.addWidget(self.plot, 1)
 
@@ -100,7 +133,13 @@ class TradeoffChart(QWidget):
         return pm
 
     def _tip(self, x, y, data):
-        return data or ""
+        return data.get("tip", "") if isinstance(data, dict) else (data or "")
+
+    def _clicked(self, _item, spots, *_):
+        for spot in spots[:1]:
+            data = spot.data()
+            if isinstance(data, dict) and data.get("settings") is not None:
+                self.point_chosen.emit(data["prompt"], data["settings"])
 
     def set_quality_available(self, on: bool) -> None:
         self.quality = on
@@ -108,8 +147,7 @@ class TradeoffChart(QWidget):
 
     def clear(self) -> None:
         self.points.clear()
-        self.scatter.clear()
-        self._relabel()
+        self._replot()
 
     def add_result(self, r: JobResult) -> Point:
         s = r.job.settings
@@ -124,6 +162,8 @@ class TradeoffChart(QWidget):
             delta=0.0 if exact else float(s.delta),
             lam=None if exact else s.lam,
             label=r.job.label(),
+            prompt=r.job.prompt,
+            settings=s,
         )
         self.points.append(pt)
         self._replot()
@@ -134,24 +174,31 @@ class TradeoffChart(QWidget):
         for p in self.points:
             if p.vanilla:
                 latest[p.key] = p
-        spots = []
+        spots, xs, ys = [], [], []
         self.hidden = 0
         for p in self.points:
             if self.quality and p.score is None:
-                self.hidden += 1  # no fidelity score for this prompt: no y value in these units
+                self.hidden += 1  # no fidelity for this prompt: no y value in these units
                 continue
             base = latest.get(p.key)
             p.baseline = base is not None
             p.x = base.wall / p.wall if base is not None and p.wall > 0 else p.tokens_per_forward
-            y = p.score if self.quality else p.tokens_per_forward
+            y = fidelity.percent(p.score) if self.quality else p.tokens_per_forward
+            xs.append(p.x)
+            ys.append(y)
             colour = LAMBDA_COLOUR if p.lam is not None else delta_colour(p.delta)
             how = f"speed-up {p.x:.2f}×" if p.baseline else f"{p.x:.2f} tokens/forward (no vanilla baseline)"
-            yq = f"fidelity {p.score:.2f}" if self.quality else f"{p.tokens_per_forward:.2f} tokens/forward"
+            yq = (f"{fidelity.NAME} {fidelity.format_value(p.score)}" if self.quality
+                  else f"{p.tokens_per_forward:.2f} tokens/forward")
+            tip = f"{p.label}\n{describe_settings(p.settings)}\n{how} · {yq}\nclick: load these settings"
             spots.append({
                 "pos": (p.x, y), "brush": pg.mkBrush(colour), "pen": pg.mkPen("#e8e8ee", width=1),
-                "symbol": "o" if p.baseline else "t", "size": 13, "data": f"{p.label}\n{how} · {yq}",
+                "symbol": "o" if p.baseline else "t", "size": 13,
+                "data": {"tip": tip, "prompt": p.prompt, "settings": p.settings},
             })
         self.scatter.setData(spots)
+        self.plot.setXRange(0.0, axis_top(xs, 2.0), padding=0)
+        self.plot.setYRange(0.0, 100.0 if self.quality else axis_top(ys, 2.0), padding=0)
         self._relabel()
 
     def _relabel(self) -> None:
@@ -163,9 +210,11 @@ class TradeoffChart(QWidget):
             xlabel = "tokens per target forward"
         else:
             xlabel = "speed-up × (●) · tokens per forward (▲)"
-        ylabel = "prompt fidelity (score)" if self.quality else "mean accepted length"
+        ylabel = f"{fidelity.NAME} ({fidelity.UNIT})" if self.quality else "mean accepted length (tokens/forward)"
         self.plot.setLabel("bottom", xlabel)
         self.plot.setLabel("left", ylabel)
+        self.plot.getAxis("left").setToolTip(fidelity.HELP if self.quality else
+                                             "tokens fixed per target forward, the prefill's included")
         self.key_label.setText("● vs vanilla · ▲ no vanilla yet" + (f" · {self.hidden} unscored" if self.hidden else ""))
         self.key_label.setToolTip("● x = measured speed-up against the most recent vanilla run of the same prompt, "
                                   "seed and sampling settings.\n▲ no such vanilla run yet: x = tokens per target "

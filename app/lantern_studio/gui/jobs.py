@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from .. import fidelity
 from ..engine.settings import GenerationSettings
 
 UNFILLED = 255  # decision value of a token not fixed yet
@@ -112,5 +113,5 @@ class JobResult:
             "size": [h, w],
         }
         if self.score is not None:
-            rec["score"] = float(self.score)
+            rec[fidelity.KEY] = float(self.score)
         return rec

@@ -200,6 +200,7 @@ class MainWindow(QMainWindow):
         self.queue_view.cancel_requested.connect(self.cancel)
         self.queue_view.cancel_all_requested.connect(self.cancel_all)
         self.gallery.entry_activated.connect(self.restore_entry)
+        self.chart.point_chosen.connect(self.load_point)
         e = self.engine
         e.queue_changed.connect(self._queue_changed)
         e.model_loading.connect(self._model_loading)
@@ -462,6 +463,12 @@ class MainWindow(QMainWindow):
             self.show_error(f"Generation #{job.id} failed: {message}", topic="model", actions=self._model_actions())
         else:
             self.show_error(f"Generation #{job.id} failed: {message}", topic="job")
+
+    def load_point(self, prompt: str, settings: GenerationSettings) -> None:
+        """A trade-off chart point was clicked: its prompt and settings go back into the controls."""
+        self.controls.set_prompt(prompt)
+        self.controls.set_settings(settings)
+        self.statusBar().showMessage(f"Loaded the settings of “{prompt}” (seed {settings.seed}) from the chart", 5000)
 
     # ------------------------------------------------------------------ history
     def restore_entry(self, e: Entry) -> None:

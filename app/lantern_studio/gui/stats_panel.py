@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from .. import fidelity
 from .canvas import to_qimage
 from .jobs import Frame, JobResult
 
@@ -19,11 +20,13 @@ FIELDS = (
     ("mal", "Accepted len"),
     ("relaxed", "Relaxed"),
     ("wall", "Wall time"),
+    ("fidelity", "Fidelity"),
 )
 FIELD_TIPS = {
     "forwards": "Target model forward passes, the prefill included",
     "mal": "Mean accepted length: tokens fixed per target forward",
     "relaxed": "Share of tokens accepted only thanks to LANTERN's relaxation",
+    "fidelity": fidelity.HELP[0].upper() + fidelity.HELP[1:],
 }
 
 
@@ -87,7 +90,7 @@ class StatsPanel(QWidget):
         lay.addWidget(self.compare_box)
         self.last_speedup: Optional[float] = None
 
-    def _set(self, tokens=None, total=None, tps=None, forwards=None, mal=None, relaxed=None, wall=None):
+    def _set(self, tokens=None, total=None, tps=None, forwards=None, mal=None, relaxed=None, wall=None, score=None):
         v = self.values
         v["tokens"].setText("—" if tokens is None else f"{tokens} / {total}")
         v["tps"].setText(_fmt(tps, ".1f"))
@@ -95,6 +98,7 @@ class StatsPanel(QWidget):
         v["mal"].setText(_fmt(mal, ".2f"))
         v["relaxed"].setText("—" if relaxed is None else f"{relaxed:.0%}")
         v["wall"].setText(_fmt(wall, ".2f", " s"))
+        v["fidelity"].setText(fidelity.format_value(score))
 
     def _note(self, text: str, tip: str) -> None:
         self.run_label.setText(text)
@@ -114,10 +118,10 @@ class StatsPanel(QWidget):
         s = r.stats
         relaxed = float((r.decisions == 2).mean()) if r.decisions.size else None
         self._set(s.get("tokens"), r.decisions.size, s.get("tokens_per_second"), s.get("target_forwards", 0) + 1,
-                  s.get("mean_accepted_length"), relaxed, s.get("wall_seconds"))
+                  s.get("mean_accepted_length"), relaxed, s.get("wall_seconds"), r.score)
         note = f"Done #{r.job.id} · seed {r.job.settings.seed}"
         if r.score is not None:
-            note += f" · fidelity {r.score:.2f}"
+            note += f" · {fidelity.NAME} {fidelity.format_value(r.score)}"
         self._note(note, r.job.label())
 
     def show_compare(self, vanilla: JobResult, current: JobResult) -> float:
@@ -127,7 +131,8 @@ class StatsPanel(QWidget):
             pic.setPixmap(pm)
             s = r.stats
             name = "vanilla" if r.job.settings.drafter == "none" else "current"
-            text.setText(f"{name}\n{s['wall_seconds']:.2f} s · {s['target_forwards'] + 1} fwd")
+            text.setText(f"{name}\n{s['wall_seconds']:.2f} s · {s['target_forwards'] + 1} fwd"
+                         + ("" if r.score is None else f"\n{fidelity.NAME} {fidelity.format_value(r.score)}"))
         sv, sc = vanilla.stats, current.stats
         speedup = sv["wall_seconds"] / sc["wall_seconds"] if sc["wall_seconds"] > 0 else float("nan")
         fwd = (sv["target_forwards"] + 1) / (sc["target_forwards"] + 1)
