@@ -99,6 +99,7 @@ class JobResult:
     model_name: str
     score: Optional[float] = None
     warning: Optional[str] = None
+    recording: Optional[object] = None  # replay.Recording of the steps
 
     def record(self) -> dict:
         """The JSON-ready record embedded in PNGs and stored in the history."""
@@ -114,4 +115,6 @@ class JobResult:
         }
         if self.score is not None:
             rec[fidelity.KEY] = float(self.score)
+        if self.recording is not None:
+            rec["replay"] = self.recording.to_dict()
         return rec

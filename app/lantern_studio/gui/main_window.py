@@ -36,6 +36,8 @@ from .history_store import Entry, HistoryStore
 from .job_queue import JobQueue
 from .jobs import TINY_DEMO, Frame, Job, JobResult, ModelInfo
 from .queue_view import QueueView
+from .replay import recording_of
+from .replay_bar import ReplayBar
 from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
 
@@ -115,6 +117,8 @@ class MainWindow(QMainWindow):
         ml.setSpacing(6)
         self.canvas = Canvas()
         ml.addWidget(self.canvas, 1)
+        self.replay = ReplayBar()
+        ml.addWidget(self.replay)
         self.export_bar = ExportBar()
         ml.addWidget(self.export_bar)
         self.queue_view = QueueView()
@@ -201,6 +205,7 @@ class MainWindow(QMainWindow):
         self.queue_view.cancel_all_requested.connect(self.cancel_all)
         self.gallery.entry_activated.connect(self.restore_entry)
         self.chart.point_chosen.connect(self.load_point)
+        self.replay.step_shown.connect(self._replay_step)
         e = self.engine
         e.queue_changed.connect(self._queue_changed)
         e.model_loading.connect(self._model_loading)
@@ -410,6 +415,7 @@ class MainWindow(QMainWindow):
         self.started_jobs.append(job)
         self.shown_job_id = job.id
         self._canvas_finished = False
+        self.replay.load(None, None)
         total = self.model_info.grid ** 2 if self.model_info else 0
         self.canvas.start(total)
         self.stats.start(job)
@@ -427,6 +433,8 @@ class MainWindow(QMainWindow):
         self.last_result = r
         self.finished_image, self.finished_record = r.image, record
         self._canvas_finished = r.job.id == self.shown_job_id
+        if self._canvas_finished:
+            self.replay.load(r.recording, r.decisions)
         if not self._store_open:
             return
         try:
@@ -464,6 +472,21 @@ class MainWindow(QMainWindow):
         else:
             self.show_error(f"Generation #{job.id} failed: {message}", topic="job")
 
+    def _replay_step(self, step: int) -> None:
+        """The replay bar moved: redraw the canvas and the running numbers as they stood after ``step``."""
+        rec = self.replay.recording
+        if rec is None or self.finished_image is None or self.engine.current is not None:
+            return
+        frame = rec.frame(step, self.finished_image, self.replay.decisions)
+        self.canvas.show_frame(frame)
+        self.stats.update_live(frame)
+        self._canvas_finished = frame.final
+        if frame.final:
+            self.canvas.set_status(f"replay: done · %v / %m tokens · {frame.target_forwards + 1} target forwards")
+        else:
+            self.canvas.set_status(f"replay: step {step + 1} / {rec.steps} · %v / %m tokens · "
+                                   f"{frame.target_forwards + 1} target forwards")
+
     def load_point(self, prompt: str, settings: GenerationSettings) -> None:
         """A trade-off chart point was clicked: its prompt and settings go back into the controls."""
         self.controls.set_prompt(prompt)
@@ -489,6 +512,10 @@ class MainWindow(QMainWindow):
         self.canvas.show_image(image, e.decisions)
         self.finished_image, self.finished_record = image, e.record
         self._canvas_finished = True
+        recording = recording_of(e.record)
+        ok = recording is not None and e.decisions is not None and e.decisions.size == recording.total \
+            and image.shape[0] % int(round(recording.total ** 0.5)) == 0
+        self.replay.load(recording if ok else None, e.decisions if ok else None)
         self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')})", 5000)
         if self.model_info is not None and e.model and e.model != self.model_info.name:
             self.show_error(f"This image was made with the model {e.model}; the current model is "

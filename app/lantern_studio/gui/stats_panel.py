@@ -5,13 +5,19 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from PySide6.QtCore import Qt
+import time
+
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPixmap
-from PySide6.QtWidgets import QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
+)
 
 from .. import fidelity
 from .canvas import to_qimage
 from .jobs import Frame, JobResult
+
+COMPARE_SLOWMO = 10.0  # the side-by-side replay runs this many times slower than the recorded decodes
 
 FIELDS = (
     ("tokens", "Tokens"),
@@ -87,8 +93,20 @@ class StatsPanel(QWidget):
         self.speedup_label.setObjectName("speedup")
         self.speedup_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         cl.addWidget(self.speedup_label)
+        self.replay_button = QPushButton("▶ Replay side by side")
+        self.replay_button.setToolTip(f"Both decodes again on one clock, slowed {COMPARE_SLOWMO:g}×: "
+                                      "the speed difference as you would see it")
+        self.replay_button.setEnabled(False)
+        self.replay_button.clicked.connect(self.replay_compare)
+        cl.addWidget(self.replay_button)
         lay.addWidget(self.compare_box)
         self.last_speedup: Optional[float] = None
+        self._pair: tuple = ()
+        self.clock = time.perf_counter  # injectable (tests drive time by hand)
+        self._replay_t0 = 0.0
+        self.replay_timer = QTimer(self)
+        self.replay_timer.setInterval(16)
+        self.replay_timer.timeout.connect(self._replay_tick)
 
     def _set(self, tokens=None, total=None, tps=None, forwards=None, mal=None, relaxed=None, wall=None, score=None):
         v = self.values
@@ -124,15 +142,23 @@ class StatsPanel(QWidget):
             note += f" · {fidelity.NAME} {fidelity.format_value(r.score)}"
         self._note(note, r.job.label())
 
+    def _thumb(self, pic: QLabel, image) -> None:
+        pic.setPixmap(QPixmap.fromImage(to_qimage(image)).scaled(
+            pic.size(), Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.FastTransformation))
+
+    def _compare_text(self, r: JobResult) -> str:
+        s = r.stats
+        name = "vanilla" if r.job.settings.drafter == "none" else "current"
+        return (f"{name}\n{s['wall_seconds']:.2f} s · {s['target_forwards'] + 1} fwd"
+                + ("" if r.score is None else f"\n{fidelity.NAME} {fidelity.format_value(r.score)}"))
+
     def show_compare(self, vanilla: JobResult, current: JobResult) -> float:
-        for pic, text, r in zip(self.compare_images, self.compare_texts, (vanilla, current)):
-            pm = QPixmap.fromImage(to_qimage(r.image)).scaled(
-                pic.size(), Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.FastTransformation)
-            pic.setPixmap(pm)
-            s = r.stats
-            name = "vanilla" if r.job.settings.drafter == "none" else "current"
-            text.setText(f"{name}\n{s['wall_seconds']:.2f} s · {s['target_forwards'] + 1} fwd"
-                         + ("" if r.score is None else f"\n{fidelity.NAME} {fidelity.format_value(r.score)}"))
+        self.replay_timer.stop()
+        self._pair = (vanilla, current)
+        for pic, text, r in zip(self.compare_images, self.compare_texts, self._pair):
+            self._thumb(pic, r.image)
+            text.setText(self._compare_text(r))
+        self.replay_button.setEnabled(all(r.recording is not None and r.recording.steps for r in self._pair))
         sv, sc = vanilla.stats, current.stats
         speedup = sv["wall_seconds"] / sc["wall_seconds"] if sc["wall_seconds"] > 0 else float("nan")
         fwd = (sv["target_forwards"] + 1) / (sc["target_forwards"] + 1)
@@ -141,3 +167,29 @@ class StatsPanel(QWidget):
                                    + (" · identical images" if same else ""))
         self.last_speedup = speedup
         return speedup
+
+    # ------------------------------------------------------------------ side-by-side replay
+    def replay_compare(self) -> None:
+        """Replay the Compare pair on one clock: each thumbnail shows its decode as it stood at the same moment."""
+        if len(self._pair) != 2:
+            return
+        self._replay_t0 = self.clock()
+        self.replay_timer.start()
+        self._replay_tick()
+
+    def _replay_tick(self) -> None:
+        t = (self.clock() - self._replay_t0) / COMPARE_SLOWMO
+        done = True
+        for pic, text, r in zip(self.compare_images, self.compare_texts, self._pair):
+            rec = r.recording
+            step = min(rec.step_at(t), rec.steps - 1)
+            frame = rec.frame(step, r.image, r.decisions)
+            self._thumb(pic, frame.image)
+            name = "vanilla" if r.job.settings.drafter == "none" else "current"
+            state = "done" if step >= rec.steps - 1 else f"{frame.n_fixed}/{frame.total} tokens"
+            text.setText(f"{name}\n{min(t, rec.duration):.2f} s · {state}")
+            done = done and step >= rec.steps - 1
+        if done:
+            self.replay_timer.stop()
+            for text, r in zip(self.compare_texts, self._pair):
+                text.setText(self._compare_text(r))

@@ -22,6 +22,7 @@ from ..engine.checkpoints import CheckpointError
 from ..engine.settings import SettingsError
 from ..engine.text import PromptError
 from .jobs import TINY_DEMO, UNFILLED, Frame, Job, JobResult, ModelInfo
+from .replay import Recording
 
 MAX_FPS = 30.0
 
@@ -149,8 +150,10 @@ class Worker(QObject):
         n = pipe.grid * pipe.grid
         tokens = np.zeros(n, dtype=np.int64)
         decisions = np.full(n, UNFILLED, dtype=np.uint8)
+        recording = Recording(n)
         last_emit, cost, ev, last = -1e9, 0.0, None, None
         for ev in run:
+            recording.add(ev)
             tokens[ev.positions] = ev.tokens
             decisions[ev.positions] = ev.decisions
             if self.step_hook is not None:
@@ -176,4 +179,4 @@ class Worker(QObject):
                 warning = f"quality score unavailable: {type(e).__name__}: {e}"
         final_tokens = run.tokens.detach().cpu().numpy().astype(np.int64).copy()
         return JobResult(job, last.image.copy(), final_tokens, np.array(run.decisions, dtype=np.uint8, copy=True),
-                         run.stats.to_dict(), cond.note, pipe.name, score, warning)
+                         run.stats.to_dict(), cond.note, pipe.name, score, warning, recording)
