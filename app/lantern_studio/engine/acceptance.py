@@ -8,18 +8,26 @@ Accept with probability min(1, (p(x̃) + m) / q(x̃)); on rejection draw from
 norm(max(p_A − q, 0)) where p_A is p with x̃ and A zeroed (norm(p_A) if that is
 empty). Deterministic drafts use q = 1. δ = 0 or k = 0 is ordinary
 speculative sampling.
+
+:class:`Relaxation` also names the bound: "lantern" (the rule above, the
+default), "lantern++" (the multiplicative bound; a λ with the default bound
+means LANTERN++ too, as it always did) or "step", which bounds each step's
+output in total variation by δ for sampled drafts as well
+(:mod:`.step_bound`). ``adaptive`` scales δ per slot by the target's
+normalised entropy (:mod:`.budget`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
+from .budget import slot_budgets
 from .sampling import sample
 
 # How each image token was decided (also the overlay colours' keys in the GUI).
@@ -109,40 +117,88 @@ class ProximityTable:
 # --------------------------------------------------------------------------- the rule
 
 
+BOUNDS = ("lantern", "lantern++", "step")
+
+
 @dataclass(frozen=True)
 class Relaxation:
-    """LANTERN's knobs. k = 0 or (δ = 0 and λ unset) is exact speculative decoding."""
+    """LANTERN's knobs. k = 0, or a zero budget (δ = 0, or λ = 1 for LANTERN++), is
+    exact speculative decoding.
+
+    ``bound``: "lantern" (default; with ``lam`` set it means LANTERN++, as before
+    the field existed), "lantern++" (needs ``lam``) or "step" (no ``lam``).
+    ``adaptive``: each slot's δ becomes δ · H(p) / log V (not for LANTERN++).
+    """
 
     k: int = 0
     delta: float = 0.0
     lam: Optional[float] = None  # LANTERN++: neighbourhood mass ≤ (λ − 1)·p(x̃)
+    bound: str = "lantern"
+    adaptive: bool = False
+
+    def __post_init__(self):
+        if self.bound not in BOUNDS:
+            raise ValueError(f"bound: one of {', '.join(BOUNDS)}, got {self.bound!r}")
+        if self.bound == "lantern++" and self.lam is None:
+            raise ValueError("bound 'lantern++' needs lam")
+        if self.bound == "step" and self.lam is not None:
+            raise ValueError("bound 'step' takes no lam (λ belongs to LANTERN++)")
+        if self.adaptive and self.kind == "lantern++":
+            raise ValueError("adaptive scales δ; LANTERN++ has none")
+
+    @property
+    def kind(self) -> str:
+        """The rule that runs: "lantern", "lantern++" or "step"."""
+        return "lantern++" if self.lam is not None else self.bound
 
     @property
     def active(self) -> bool:
         if self.k <= 0:
             return False
-        return (self.lam is not None and self.lam > 1.0) or (self.lam is None and self.delta > 0.0)
+        if self.kind == "lantern++":
+            return self.lam > 1.0
+        return self.delta > 0.0
 
 
-def neighbourhood(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation, table: Optional[ProximityTable]):
-    """For each row i: the latent neighbourhood A of drafts[i] under p[i].
+def neighbourhood(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation, table: Optional[ProximityTable],
+                  budget: Optional[torch.Tensor] = None):
+    """For each row i: the latent neighbourhood A of drafts[i] under p[i] (LANTERN and
+    LANTERN++; the step bound has no per-draft neighbourhood, see :mod:`.step_bound`).
 
-    Returns (mass (n,), neighbour ids (n, k), count (n,)): A is the first
-    ``count[i]`` entries of the neighbour ids, and ``mass`` their p-mass.
+    ``budget`` (n,) is each row's mass bound for δ mode (default δ, or the adaptive
+    δ_t of the row). Returns (mass (n,), neighbour ids (n, k), count (n,)): A is the
+    first ``count[i]`` entries of the neighbour ids, and ``mass`` their p-mass.
     """
     n = drafts.shape[0]
     if not relax.active or table is None:
         z = torch.zeros(n, dtype=p.dtype, device=p.device)
         return z, torch.zeros(n, 0, dtype=torch.long, device=p.device), torch.zeros(n, dtype=torch.long, device=p.device)
+    if relax.kind == "step":
+        raise ValueError("neighbourhood: the step bound moves mass by step_bound.relaxed_target")
     nb = table.neighbours(drafts, relax.k)
     cum = p.gather(1, nb).cumsum(1)
-    if relax.lam is not None:
+    if relax.kind == "lantern++":
         bound = (relax.lam - 1.0) * p.gather(1, drafts[:, None])
     else:
-        bound = torch.full((n, 1), relax.delta, dtype=p.dtype, device=p.device)
+        if budget is None:
+            budget = slot_budgets(p, relax.delta, relax.adaptive)
+        bound = budget.to(p.dtype)[:, None]
     count = (cum <= bound).sum(1)
     mass = torch.where(count > 0, cum.gather(1, (count - 1).clamp(min=0)[:, None])[:, 0], torch.zeros_like(cum[:, 0]))
     return mass, nb, count
+
+
+def relaxation_budgets(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation) -> torch.Tensor:
+    """(n,) each slot's bound on the mass the rule may move: δ (or the adaptive δ_t),
+    (λ − 1)·p(x̃) for LANTERN++ (at most 1), 0 when the relaxation is off. For the
+    step bound, and for deterministic drafts under any bound, it bounds the TV
+    between the slot's output and p."""
+    n = drafts.shape[0]
+    if not relax.active:
+        return torch.zeros(n, dtype=p.dtype, device=p.device)
+    if relax.kind == "lantern++":
+        return ((relax.lam - 1.0) * p[:n].gather(1, drafts[:, None])[:, 0]).clamp(max=1.0)
+    return slot_budgets(p[:n], relax.delta, relax.adaptive)
 
 
 def residual_distribution(p_row, draft: int, neighbours, q_row=None) -> torch.Tensor:
@@ -165,8 +221,13 @@ def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Opti
     """The exact distribution of the token one verification step emits at a slot.
 
     With ``draft`` given, the draft is deterministic (q = 1); otherwise the draft
-    is averaged over q. Used to check the rule by enumeration.
+    is averaged over q. Used to check the rule by enumeration. The step bound is
+    enumerated by :func:`.step_bound.output_distribution`.
     """
+    if relax.kind == "step":
+        from .step_bound import output_distribution
+
+        return output_distribution(p_row, q_row, relax, table, draft)
     drafts = [draft] if draft is not None else range(p_row.shape[0])
     out = torch.zeros_like(p_row, dtype=torch.float64)
     for x in drafts:
@@ -183,6 +244,42 @@ def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Opti
     return out
 
 
+def lantern_output_distribution(p_row: torch.Tensor, q_row: torch.Tensor, relax: Relaxation, table,
+                                budget: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """:func:`step_output_distribution` for LANTERN / LANTERN++ with drafts sampled
+    from ``q_row``, vectorised over q's support (one row per possible draft), in
+    p's dtype: what the decode's per-step TV measurement uses. ``budget`` is the
+    slot's δ (or adaptive δ_t), a 0-d tensor; by default computed from p_row."""
+    v = p_row.shape[0]
+    sup = (q_row > 0).nonzero()[:, 0]
+    s = sup.shape[0]
+    rows = p_row[None].expand(s, v)
+    if budget is None and relax.kind == "lantern":
+        budget = slot_budgets(p_row[None], relax.delta, relax.adaptive)[0]
+    bud = None if budget is None else budget.reshape(1).expand(s)
+    mass, nb, count = neighbourhood(rows, sup, relax, table, bud)
+    qx, px = q_row[sup], p_row[sup]
+    acc = ((px + mass) / qx).clamp(max=1.0)
+    pa = rows.clone()
+    pa[torch.arange(s, device=pa.device), sup] = 0.0
+    if nb.shape[1]:
+        keep = torch.arange(nb.shape[1], device=nb.device)[None] >= count[:, None]
+        pa.scatter_(1, nb, torch.where(keep, pa.gather(1, nb), torch.zeros_like(mass)[:, None]))
+    resid = (pa - q_row[None]).clamp(min=0.0)
+    for cand in (pa, rows):  # the fallbacks of residual_distribution, row by row
+        empty = resid.sum(1, keepdim=True) <= 0
+        resid = torch.where(empty, cand, resid)
+    resid = resid / resid.sum(1, keepdim=True)
+    out = ((qx * (1.0 - acc))[:, None] * resid).sum(0)
+    out[sup] += qx * acc
+    return out
+
+
+def total_variation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """½ Σ |a − b| over the last axis."""
+    return 0.5 * (a - b).abs().sum(-1)
+
+
 def _draw(weights: torch.Tensor, generator) -> int:
     return int(sample(weights, generator))
 
@@ -194,6 +291,10 @@ class Verdict:
     n_accepted: int  # drafts accepted, a prefix of the chain
     next_token: int  # the target's token after them (correction or bonus)
     decisions: list  # per accepted draft: ACCEPTED_EXACT or ACCEPTED_RELAXED
+    # Per slot that decided a token (the accepted drafts, then the rejected slot's
+    # replacement; a bonus token is sampled from p and has no slot here):
+    budgets: list = field(default_factory=list)  # the relaxation's bound there (relaxation_budgets)
+    tv: Optional[list] = None  # measured TV(slot's output distribution, p), when asked
 
 
 def verify_chain(
@@ -204,21 +305,32 @@ def verify_chain(
     table: Optional[ProximityTable],
     generator: Optional[torch.Generator],
     greedy: bool = False,
+    measure_tv: bool = False,
 ) -> Verdict:
     """Verify drafts (n,) against target distributions p (n+1, V).
 
     Row i of p is the target's distribution for the slot of drafts[i]; row n
     is the slot after the last draft (the bonus token when all are accepted).
     ``q`` (n, V) holds the drafter's distributions the drafts were sampled
-    from, or None for deterministic drafts (q(x̃) = 1).
+    from, or None for deterministic drafts (q(x̃) = 1). The step bound runs
+    :func:`.step_bound.verify_chain_step`. ``measure_tv`` fills ``Verdict.tv``
+    with the exact TV between each deciding slot's output distribution and p
+    (not with greedy decoding); it draws no random numbers, so the tokens are
+    the same either way.
     """
+    if relax.kind == "step" and relax.active and table is not None:
+        from .step_bound import verify_chain_step
+
+        return verify_chain_step(p, drafts, q, relax, table, generator, greedy, measure_tv)
     n = drafts.shape[0]
     if n == 0:
         tok = int(p[0].argmax()) if greedy else _draw(p[0], generator)
-        return Verdict(0, tok, [])
+        return Verdict(0, tok, [], [], [] if measure_tv and not greedy else None)
     pd = p[:n]
     px = pd.gather(1, drafts[:, None])[:, 0]
-    mass, nb, count = neighbourhood(pd, drafts, relax, table)
+    on = relax.active and table is not None
+    budget = relaxation_budgets(pd, drafts, relax) if on else torch.zeros_like(px)
+    mass, nb, count = neighbourhood(pd, drafts, relax, table, budget if on and relax.kind == "lantern" else None)
     relaxed_px = px + mass
     if greedy:
         top2 = pd.topk(2, dim=1)
@@ -234,11 +346,23 @@ def verify_chain(
     n_acc = ok_list.index(False) if False in ok_list else n
     exact_list = exact_ok[:n_acc].tolist()
     decisions = [ACCEPTED_EXACT if e else ACCEPTED_RELAXED for e in exact_list]
+    decided = min(n_acc + 1, n)
+    budgets = budget[:decided].tolist()
+    tv = None
+    if measure_tv and not greedy:
+        if not on:
+            tv = [0.0] * decided  # exact speculative sampling: the output is p
+        elif q is None:
+            tv = mass[:decided].tolist()  # deterministic: the output is p̃, which moved m(x̃)
+        else:
+            tv = [float(total_variation(lantern_output_distribution(pd[i], q[i], relax, table,
+                                                                    budget[i] if relax.kind == "lantern" else None),
+                                        pd[i])) for i in range(decided)]
     if n_acc == n:
         tok = int(p[n].argmax()) if greedy else _draw(p[n], generator)
-        return Verdict(n, tok, decisions)
+        return Verdict(n, tok, decisions, budgets, tv)
     j = n_acc
     if greedy:
-        return Verdict(j, int(pd[j].argmax()), decisions)
+        return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
     resid = residual_distribution(pd[j], int(drafts[j]), nb[j, : int(count[j])], None if q is None else q[j])
-    return Verdict(j, _draw(resid, generator), decisions)
+    return Verdict(j, _draw(resid, generator), decisions, budgets, tv)

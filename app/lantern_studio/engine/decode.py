@@ -56,6 +56,15 @@ class DecodeStats:
     drafter_seconds: float = 0.0
     target_seconds: float = 0.0  # inside target forwards after the prefill (the rest of a round is overhead)
     prefill_seconds: float = 0.0  # conditioning prefix + first token
+    # The relaxation's per-slot bound, summed over the positions fixed so far (0 for tokens sampled from
+    # the target). For the step bound (and deterministic drafts) each is a TV bound on its step's output,
+    # so the expected total bounds the TV between the image's token distribution and the target's.
+    tv_budget_total: float = 0.0
+    tv_budget_max: float = 0.0
+    # Measured (settings.measure_tv): exact TV(step's output distribution, p) per deciding slot.
+    step_tv_sum: float = 0.0
+    step_tv_max: Optional[float] = None
+    step_tv_slots: int = 0
     cancelled: bool = False
     settings: dict = field(default_factory=dict)
 
@@ -69,6 +78,7 @@ class DecodeStats:
         d["mean_accepted_length"] = self.mean_accepted_length
         d["acceptance_rate"] = self.accepted / self.drafted if self.drafted else None
         d["tokens_per_second"] = self.tokens / self.wall_seconds if self.wall_seconds > 0 else None
+        d["step_tv_mean"] = self.step_tv_sum / self.step_tv_slots if self.step_tv_slots else None
         return d
 
 
@@ -109,6 +119,7 @@ class Decoding:
         dev = next(gpt.parameters()).device
         self.tokens = torch.zeros(self.total, dtype=torch.long, device=dev)
         self.decisions = np.zeros(self.total, dtype=np.uint8)
+        self.budgets = np.zeros(self.total, dtype=np.float64)  # per position: the bound of the slot that fixed it
         self.stats = DecodeStats(settings=settings.to_dict())
 
     def cancel(self):
@@ -144,6 +155,17 @@ class Decoding:
             step_seconds=now - t_step,
             elapsed=now - t0,
         )
+
+    def _record_bounds(self, n: int, v) -> None:
+        s = self.stats
+        if v.budgets:
+            self.budgets[n : n + len(v.budgets)] = v.budgets
+            s.tv_budget_total += float(sum(v.budgets))
+            s.tv_budget_max = max(s.tv_budget_max, float(max(v.budgets)))
+        if v.tv:
+            s.step_tv_sum += float(sum(v.tv))
+            s.step_tv_slots += len(v.tv)
+            s.step_tv_max = max(s.step_tv_max or 0.0, float(max(v.tv)))
 
     def _run(self):
         gpt, params, st = self.gpt, self.params, self.settings
@@ -205,11 +227,12 @@ class Decoding:
             s.target_seconds += time.perf_counter() - t_draft
             s.target_forwards += 1
             p = probs_from_logits(logits, params)[0]  # CFG folds the batch to one row
-            v = verify_chain(p, drafts, q, relax, self.table, gen, params.greedy)
+            v = verify_chain(p, drafts, q, relax, self.table, gen, params.greedy, st.measure_tv)
             a = v.n_accepted
             s.drafted += want
             s.accepted += a
             s.accepted_relaxed += sum(1 for d in v.decisions if d == ACCEPTED_RELAXED)
+            self._record_bounds(n, v)
             self.tokens[n : n + a] = drafts[:a]
             positions = list(range(n, n + a))
             toks = drafts[:a].tolist()

@@ -7,7 +7,7 @@ import numbers
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional
 
-from .acceptance import Relaxation
+from .acceptance import BOUNDS, Relaxation
 from .sampling import SamplingParams
 
 DRAFTERS = ("none", "jacobi", "eagle")
@@ -41,6 +41,11 @@ class GenerationSettings:
     delta: float = 0.0  # LANTERN total-variation bound
     lam: Optional[float] = None  # LANTERN++ multiplicative bound; None → δ mode
     coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: resampled independently (SJD)
+    # Which relaxation: "lantern" (δ bounds each token; with lam set it means LANTERN++, as before this
+    # field existed), "lantern++" (needs lam), "step" (δ bounds each step's output in TV, sampled drafts too).
+    bound: str = "lantern"
+    adaptive_delta: bool = False  # δ_t = δ · H(p_t) / log V per slot (bound "lantern" or "step")
+    measure_tv: bool = False  # diagnostics: exact TV of each step's output from the target (costs time; no RNG)
 
     def validate(self, vocab_size: Optional[int] = None) -> "GenerationSettings":
         """These settings with plain Python values, or SettingsError naming the first bad field."""
@@ -101,6 +106,17 @@ class GenerationSettings:
             number("lam", self.lam)
             if not (1 <= self.lam <= MAX_LAM):
                 raise SettingsError("lam", f"must be in [1, {MAX_LAM:g}] (or unset for δ mode), got {show(self.lam)}")
+        if self.bound not in BOUNDS:
+            raise SettingsError("bound", f"must be one of {', '.join(BOUNDS)}, got {show(self.bound)}")
+        if self.bound == "lantern++" and self.lam is None:
+            raise SettingsError("lam", "must be set (λ in [1, 1e+06]) for bound 'lantern++'")
+        if self.bound == "step" and self.lam is not None:
+            raise SettingsError("lam", f"must be unset for bound 'step' (λ belongs to LANTERN++), got {show(self.lam)}")
+        for name in ("adaptive_delta", "measure_tv"):
+            if not isinstance(getattr(self, name), bool):
+                raise SettingsError(name, f"must be true or false, got {getattr(self, name)!r}")
+        if self.adaptive_delta and self.lam is not None:
+            raise SettingsError("adaptive_delta", "scales δ, and LANTERN++ (λ) has none: use bound 'lantern' or 'step'")
         # Plain Python numbers from here on (NumPy scalars are welcome as input).
         return replace(self, seed=int(self.seed), temperature=float(self.temperature), top_k=int(self.top_k),
                        top_p=float(self.top_p), cfg_scale=float(self.cfg_scale), draft_length=int(self.draft_length),
@@ -112,8 +128,14 @@ class GenerationSettings:
         return SamplingParams(self.cfg_scale, self.temperature, self.top_k, self.top_p, self.greedy)
 
     @property
+    def effective_bound(self) -> str:
+        """The rule that runs: "lantern++" whenever λ is set (bound "lantern" with a λ
+        is how LANTERN++ was asked for before the field existed), else ``bound``."""
+        return "lantern++" if self.lam is not None and self.bound != "step" else self.bound
+
+    @property
     def relaxation(self) -> Relaxation:
-        return Relaxation(self.k, self.delta, self.lam)
+        return Relaxation(self.k, self.delta, self.lam, self.bound, self.adaptive_delta)
 
     def to_dict(self) -> dict:
         return asdict(self)
