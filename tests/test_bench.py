@@ -276,12 +276,14 @@ def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
 def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
     full = method_grid(("none", "jacobi", "eagle"), 16384)
     names = [m.name for m in full]
-    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4 + 5 + 2
+    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4 + 5 + 2 + 5
     assert names[:3] == ["vanilla-fp32", "exact-eagle", "exact-jacobi"]
     both = [m.name for m in method_grid(("none", "jacobi"), 64, vanilla_precisions=("fp32", "bf16"))]
     assert both[:2] == ["vanilla-fp32", "vanilla-bf16"]
     assert "lantern-eagle-k256-d0.05" in names and "lantern++-eagle-k64-l4" in names
-    assert names[-11:] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
+    assert names[-5:] == ["step-jacobi-k64-d0.2", "step-jacobi-k64-d0.4", "step-jacobi-k256-d0.2",
+                          "step-jacobi-k256-d0.4", "step-jacobi-k256-d0.4-ad"]  # the step bound at equal (k, δ)
+    assert names[-16:-5] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
                            "lantern-jacobi-k256-d0.4", "exact-jacobi-L24", "lantern-jacobi-k64-d0.2-L16",
                            "lantern-jacobi-k64-d0.2-L24", "lantern-jacobi-k256-d0.4-L16", "lantern-jacobi-k256-d0.4-L24",
                            "exact-sjd", "lantern-sjd-k64-d0.2"]
@@ -291,10 +293,10 @@ def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
     assert all(m.drafter == "eagle" for m in full if m.family in ("lantern", "lantern++"))
     # no learned drafter: LANTERN runs on Jacobi drafts; the relaxed-Jacobi points are then duplicates
     no_eagle = method_grid(("none", "jacobi"), 16384)
-    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2 + 5 + 2
+    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2 + 5 + 2 + 5
     # k clipped to V − 1, duplicates dropped
     small = method_grid(("none", "jacobi", "eagle"), 64)
-    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2 + 5 + 2
+    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2 + 5 + 2 + 3
     assert [m.name for m in method_grid(("none", "jacobi", "eagle"), 64, quick=True,
                                         vanilla_precisions=[v.split("-")[1] for v in VANILLAS])] == QUICK_NAMES
     assert [m.name for m in select_methods(full, ["lantern++"])] == ["vanilla-fp32", "lantern++-eagle-k64-l2",

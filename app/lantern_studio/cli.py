@@ -31,6 +31,11 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=None, help="LANTERN neighbour count (0 = exact)")
     p.add_argument("--delta", type=float, default=None, help="LANTERN total-variation bound δ in [0, 1]")
     p.add_argument("--lam", type=float, default=None, help="LANTERN++ multiplicative bound λ ≥ 1 (replaces δ)")
+    p.add_argument("--bound", choices=["lantern", "lantern++", "step"], default=None,
+                   help="lantern: δ bounds each token (default; with --lam it is LANTERN++); lantern++: needs --lam; "
+                        "step: each step's output stays within δ of the target in total variation, sampled drafts too")
+    p.add_argument("--adaptive-delta", action="store_true", default=None,
+                   help="scale δ per token by the target's normalised entropy, δ·H(p)/log V (never above δ)")
     p.add_argument("--drafter", choices=["none", "jacobi", "eagle"], default=None)
     p.add_argument("--draft-length", type=int, default=None)
     p.add_argument("--cfg", type=float, default=None, help="classifier-free guidance scale")
@@ -44,7 +49,8 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(defaults, args):
-    mapping = {"seed": "seed", "k": "k", "delta": "delta", "lam": "lam", "drafter": "drafter",
+    mapping = {"seed": "seed", "k": "k", "delta": "delta", "lam": "lam", "bound": "bound",
+               "adaptive_delta": "adaptive_delta", "drafter": "drafter",
                "draft_length": "draft_length", "cfg": "cfg_scale", "temperature": "temperature",
                "top_k": "top_k", "top_p": "top_p", "greedy": "greedy"}
     changes = {field: getattr(args, a) for a, field in mapping.items() if getattr(args, a, None) is not None}

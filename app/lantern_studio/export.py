@@ -28,12 +28,34 @@ class ExportError(OSError):
     pass
 
 
+def describe_bound(s: dict) -> str:
+    """Which relaxation produced an image, from its settings dict: "LANTERN", "LANTERN++"
+    (a λ with bound "lantern" or unset: how LANTERN++ was asked for before the field
+    existed) or "LANTERN step-bounded"."""
+    bound = s.get("bound") or "lantern"
+    if s.get("lam") is not None and bound != "step":
+        return "LANTERN++"
+    return "LANTERN step-bounded" if bound == "step" else "LANTERN"
+
+
+def bound_value(s: dict) -> str:
+    """λ, or δ as it was spent: "δ=0.2", "δ=0.2·H(p)/log V" (entropy-adaptive), "δ=0.2 per step"
+    (the step bound: each step's output within δ of the target in total variation)."""
+    if s.get("lam") is not None and (s.get("bound") or "lantern") != "step":
+        return f"λ={s['lam']}"
+    text = f"δ={s.get('delta')}"
+    if s.get("adaptive_delta"):
+        text += "·H(p)/log V"
+    if s.get("bound") == "step":
+        text += " per step"
+    return text
+
+
 def a1111_parameters(record: dict) -> str:
     s = record.get("settings", {})
     method = "vanilla AR" if s.get("drafter", "none") == "none" else f"speculative ({s.get('drafter')})"
     if s.get("drafter", "none") != "none" and s.get("k", 0) > 0:
-        bound = f"λ={s['lam']}" if s.get("lam") is not None else f"δ={s.get('delta')}"
-        method = f"LANTERN ({s.get('drafter')}, k={s.get('k')}, {bound})"
+        method = f"{describe_bound(s)} ({s.get('drafter')}, k={s.get('k')}, {bound_value(s)})"
     stats = record.get("stats", {})
     h, w = record.get("size", (0, 0))
     fields = [
@@ -46,9 +68,26 @@ def a1111_parameters(record: dict) -> str:
         ("Temperature", s.get("temperature")),
         ("Top-k", s.get("top_k")),
         ("Top-p", s.get("top_p")),
+        ("Bound", _bound_field(s)),
+        ("TV budget", _budget_field(s, stats)),
         ("Prompt fidelity", None if fidelity.of_record(record) is None else fidelity.format_value(fidelity.of_record(record))),
     ]
     return record.get("prompt", "") + "\n" + ", ".join(f"{k}: {v}" for k, v in fields if v is not None)
+
+
+def _bound_field(s: dict) -> Optional[str]:
+    """The A1111 "Bound" field: lantern, lantern++ or step; None without a relaxation."""
+    if s.get("drafter", "none") == "none" or s.get("k", 0) <= 0:
+        return None
+    return {"LANTERN": "lantern", "LANTERN++": "lantern++"}.get(describe_bound(s), "step")
+
+
+def _budget_field(s: dict, stats: dict) -> Optional[str]:
+    """The per-step bounds summed over the image (DecodeStats.tv_budget_total): for the
+    step bound, its expectation bounds the TV of the image's tokens from the target's."""
+    if _bound_field(s) in (None, "lantern++") or stats.get("tv_budget_total") is None:
+        return None
+    return f"{stats['tv_budget_total']:.4g}"
 
 
 def upscale(image: np.ndarray, factor: int, method: str = "nearest") -> Image.Image:

@@ -10,7 +10,13 @@ sampling defaults (temperature, top-k/top-p, CFG); only the decoding changes:
 * ``lantern-<drafter>-k<K>-d<δ>`` — LANTERN relaxed acceptance over a grid of
   (k, δ), with the learned drafter (Jacobi if the model has none);
 * ``lantern++-<drafter>-k<K>-l<λ>`` — the multiplicative LANTERN++ bound;
-* ``lantern-jacobi-k<K>-d<δ>`` — training-free Jacobi drafts with relaxation ((k, δ) in JACOBI_RELAXED).
+* ``lantern-jacobi-k<K>-d<δ>`` — training-free Jacobi drafts with relaxation ((k, δ) in JACOBI_RELAXED);
+* ``step-jacobi-k<K>-d<δ>[-ad]`` — the step bound (each step's output within δ of the target in total
+  variation, sampled drafts included) at the same (k, δ); ``-ad``: entropy-adaptive δ.
+
+``--measure-tv`` makes every decode measure, exactly, the TV between each step's
+output distribution and the target's (``step_tv_mean`` / ``step_tv_max``; costly
+for LANTERN with sampled drafts, so timings then include it).
 
 Runs are interleaved: after one untimed warm-up generation per method, every
 method decodes prompt 1 in turn, then prompt 2, … (A, B, C, A, B, C), so slow
@@ -60,6 +66,8 @@ PLUS_LAMS = (2.0, 4.0)
 JACOBI_RELAXED = ((64, 0.2), (64, 0.4), (256, 0.2), (256, 0.4))  # (k, δ) on Jacobi drafts; --quick: the first
 # Coupled (MC-SJD) Jacobi windows converge, so longer windows pay: (k, δ, draft length); δ = 0 is exact.
 JACOBI_LONG = ((0, 0.0, 24), (64, 0.2, 16), (64, 0.2, 24), (256, 0.4, 16), (256, 0.4, 24))
+STEP_RELAXED = JACOBI_RELAXED  # the step bound at LANTERN's Jacobi points (equal δ), ...
+STEP_ADAPTIVE = ((256, 0.4),)  # ... and with entropy-adaptive δ
 QUICK_LANTERN = ((64, 0.1), (256, 0.4))
 QUICK_PROMPTS = 2
 DEFAULT_N = 16
@@ -73,7 +81,8 @@ FALLBACK_PROMPTS = (
 
 #: Every field a method's entry in the report has (values may be null).
 METHOD_FIELDS = (
-    "name", "label", "family", "drafter", "k", "delta", "lam", "draft_length", "precision", "reference", "settings",
+    "name", "label", "family", "drafter", "k", "delta", "lam", "bound", "draft_length", "precision", "reference",
+    "settings",
     "images", "seconds_median", "seconds_mean", "decode_seconds_median",
     "speedup_median", "speedup_q25", "speedup_q75", "speedup_min", "speedup_max",
     "decode_speedup_median",
@@ -81,6 +90,7 @@ METHOD_FIELDS = (
     "mean_accepted_length", "acceptance_rate", "relaxed_share", "drafter_cost_share", "tokens_per_second",
     "rounds_per_image", "forward_ms_per_round", "overhead_ms_per_round",
     "prompt_fidelity", "fidelity_delta", "frechet_distance",
+    "tv_budget_per_image", "step_tv_mean", "step_tv_max",
     "per_prompt",
 )
 #: Fields of each ``per_prompt`` row.
@@ -107,7 +117,7 @@ class Method:
     """One decoding configuration; sampling settings come from the model."""
 
     name: str
-    family: str  # vanilla | exact | lantern | lantern++ | jacobi-relaxed
+    family: str  # vanilla | exact | lantern | lantern++ | jacobi-relaxed | step
     drafter: str = "none"
     k: int = 0
     delta: float = 0.0
@@ -115,6 +125,9 @@ class Method:
     precision: Optional[str] = None  # None: the precision the bench runs speculative methods in
     coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: plain SJD
     draft_length: Optional[int] = None  # None: the model's default
+    bound: str = "lantern"  # GenerationSettings.bound
+    adaptive: bool = False  # entropy-adaptive δ
+    measure_tv: bool = False  # measure each step's TV from the target (bench --measure-tv)
 
     @property
     def label(self) -> str:
@@ -125,6 +138,9 @@ class Method:
             return f"exact speculative ({self.drafter}{'' if self.coupling else ', uncoupled SJD'}{window})"
         if self.lam is not None:
             return f"LANTERN++ {self.drafter} k={self.k} λ={_fmt_num(self.lam)}"
+        if self.bound == "step":
+            ad = " adaptive" if self.adaptive else ""
+            return f"step-bounded {self.drafter} k={self.k} δ={_fmt_num(self.delta)}{ad}{window}"
         what = "Jacobi + relaxation" if self.family == "jacobi-relaxed" else f"LANTERN {self.drafter}"
         if not self.coupling:
             what += " (uncoupled SJD)"
@@ -132,11 +148,13 @@ class Method:
 
     def key(self) -> tuple:
         """What the engine sees (two names with the same key are the same run)."""
-        return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling, self.draft_length)
+        return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling, self.draft_length,
+                self.bound, self.adaptive)
 
     def settings(self, base, seed: int):
         s = base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam,
-                       coupling=self.coupling)
+                       coupling=self.coupling, bound=self.bound, adaptive_delta=self.adaptive,
+                       measure_tv=self.measure_tv)
         return s if self.draft_length is None else s.with_(draft_length=self.draft_length)
 
 
@@ -146,6 +164,11 @@ def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupli
     window = "" if draft_length is None else f"-L{draft_length}"
     return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}{window}", family, drafter, k, float(delta),
                   coupling=coupling, draft_length=draft_length)
+
+
+def _step(drafter: str, k: int, delta: float, adaptive: bool = False) -> Method:
+    return Method(f"step-{drafter}-k{k}-d{_fmt_num(delta)}{'-ad' if adaptive else ''}", "step", drafter, k,
+                  float(delta), bound="step", adaptive=adaptive)
 
 
 def _plus(drafter: str, k: int, lam: float) -> Method:
@@ -181,6 +204,8 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
                 _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_LONG]
         out += [Method("exact-sjd", "exact", "jacobi", coupling=False)]
         out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", coupling=False) for k, d in JACOBI_RELAXED[:1]]
+        out += [_step("jacobi", clip(k), d) for k, d in STEP_RELAXED]
+        out += [_step("jacobi", clip(k), d, adaptive=True) for k, d in STEP_ADAPTIVE]
     seen, unique = set(), []
     for m in out:
         if m.key() not in seen:
@@ -419,7 +444,7 @@ def reference_of(rows: Sequence[dict]) -> Optional[dict]:
 def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int = 0, *,
               subgroups: Optional[Sequence[Optional[str]]] = None, quality: Optional[Quality] = None,
               warmup: bool = True, on_progress: Optional[Callable[[str], None]] = None,
-              precision: Optional[str] = None) -> dict:
+              precision: Optional[str] = None, measure_tv: bool = False) -> dict:
     """Run every method on every prompt, interleaved; → the report dict (see
     :data:`METHOD_FIELDS`). Prompt i uses seed ``seed + i`` for every method.
     Images are returned under the private key ``_images`` ({method: [image…]}).
@@ -427,8 +452,13 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
     A method runs on ``pipe`` cast to its ``precision`` (a copy; ``pipe`` should be
     the most precise one, fp32), or to ``precision`` (default: ``pipe``'s own) when
     it names none. The reference is the vanilla method with the lowest median time.
+    ``measure_tv``: every decode measures each step's TV from the target exactly.
     """
     methods = list(methods)
+    if measure_tv:
+        from dataclasses import replace
+
+        methods = [replace(m, measure_tv=True) for m in methods]
     if not any(m.family == "vanilla" for m in methods):
         methods = vanilla_methods((pipe.precision,)) + methods
     methods = [m for m in methods if m.family == "vanilla"] + [m for m in methods if m.family != "vanilla"]
@@ -519,7 +549,7 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         })
     row = {
         "name": method.name, "label": method.label, "family": method.family, "drafter": method.drafter,
-        "k": method.k, "delta": method.delta, "lam": method.lam,
+        "k": method.k, "delta": method.delta, "lam": method.lam, "bound": method.bound,
         "settings": {k: v for k, v in (st[0].get("settings") or {}).items() if k != "seed"} if st else None,
         "images": n,
         "seconds_median": _q(secs, 50), "seconds_mean": float(np.mean(secs)) if secs else None,
@@ -541,6 +571,11 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         "overhead_ms_per_round": _ratio(1e3 * (wall - total("target_seconds") - total("drafter_seconds")
                                                - total("prefill_seconds")), total("target_forwards")),
         "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
+        # the relaxation's per-step bounds summed over an image (a TV bound for the step bound)
+        "tv_budget_per_image": total("tv_budget_total") / n if n else None,
+        # measured (--measure-tv): exact TV(step output, target) over the steps that decided a token
+        "step_tv_mean": _ratio(total("step_tv_sum"), total("step_tv_slots")) if total("step_tv_slots") else None,
+        "step_tv_max": max((x["step_tv_max"] for x in st if x.get("step_tv_max") is not None), default=None),
         "per_prompt": per_prompt,
     }
     if quality is not None and quality.recogniser is not None and samples:
@@ -657,6 +692,9 @@ def format_table(report: dict) -> str:
     """The methods as an aligned plain-text table (plus the pick)."""
     head = ["method", "prec", "speed-up", "IQR", "min–max", "tok/fwd", "fwd/img", "accept", "relaxed", "drafter%",
             "fwd ms", "ovh ms", "s/img", "fidelity", "Δfid", "FD"]
+    measured = any(r.get("step_tv_mean") is not None for r in report["methods"])
+    if measured:
+        head += ["TV mean", "TV max", "Σδ/img"]
     rows = []
     for r in report["methods"]:
         rows.append([
@@ -669,7 +707,8 @@ def format_table(report: dict) -> str:
             _f(r.get("forward_ms_per_round"), ".2f"), _f(r.get("overhead_ms_per_round"), ".2f"),
             _f(r["seconds_median"], ".3f"), _f(r["prompt_fidelity"], ".3f"),
             _f(r["fidelity_delta"], "+.3f"), _f(r["frechet_distance"], ".1f"),
-        ])
+        ] + ([_f(r.get("step_tv_mean"), ".3f"), _f(r.get("step_tv_max"), ".3f"),
+              _f(r.get("tv_budget_per_image"), ".1f")] if measured else []))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(row, widths)))
              for row in [head] + rows]
@@ -677,7 +716,10 @@ def format_table(report: dict) -> str:
     ref = reference_of(report["methods"])
     if ref is not None:
         lines.append(f"* reference: {ref['name']} (vanilla at its fastest precision in this run); fwd ms / ovh ms: "
-                     "target forward and the rest of a round (sampling, acceptance, bookkeeping) per round")
+                     "target forward and the rest of a round (sampling, acceptance, bookkeeping) per round"
+                     + ("; TV mean / max: measured TV between a step's output distribution and the target's, "
+                        "over the steps that decided a token; Σδ/img: the per-step bounds summed over an image "
+                        "(a bound on the image's TV from the target only for the step bound)" if measured else ""))
     pick = report.get("default_pick")
     if pick:
         fid = "" if pick["prompt_fidelity"] is None else (
@@ -769,6 +811,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="auto", help="auto, fp32, bf16, fp16: weights and KV caches of the "
                    "speculative methods (auto: bf16 where the device runs it natively); vanilla runs in fp32 and "
                    "bf16 where native, and the faster is the reference")
+    p.add_argument("--measure-tv", action="store_true",
+                   help="measure, exactly, each step's total variation from the target (TV mean / max columns; "
+                        "slow for LANTERN with sampled drafts, so timings then include the measurement)")
     p.add_argument("--max-fidelity-drop", type=float, default=0.03,
                    help="default pick: largest allowed fidelity drop vs vanilla (fraction, default 0.03)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -848,7 +893,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = run_bench(pipe, prompts, methods, args.seed, subgroups=[s for _, s in chosen], quality=quality,
-                           warmup=not args.no_warmup, on_progress=progress, precision=spec_precision)
+                           warmup=not args.no_warmup, on_progress=progress, precision=spec_precision,
+                           measure_tv=bool(getattr(args, "measure_tv", False)))
     except (SettingsError, PromptError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

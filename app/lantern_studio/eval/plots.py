@@ -24,6 +24,7 @@ FAMILY_COLOURS = {
     "lantern": (214, 39, 40),
     "lantern++": (148, 103, 189),
     "jacobi-relaxed": (255, 127, 14),
+    "step": (44, 160, 44),
 }
 _GREY = (127, 127, 127)
 _FONT_CACHE: dict = {}
