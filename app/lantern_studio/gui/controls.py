@@ -3,8 +3,9 @@
 ``settings()`` reads a :class:`GenerationSettings` from the widgets and
 ``set_settings()`` puts one back. Combinations that make no sense are
 prevented by enabling only what applies (temperature off when greedy, λ only
-in LANTERN++ mode, the relaxation only with a drafter); anything the engine
-still rejects surfaces as a SettingsError in the window's banner.
+for the LANTERN++ bound, δ and adaptive δ only for the others, the relaxation
+only with a drafter); anything the engine still rejects surfaces as a
+SettingsError in the window's banner.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .sliders import LogIntSlider, QuadraticSlider
 SEED_MAX = 2**31 - 1
 MAX_HISTORY = 20
 DRAFTER_LABELS = (("eagle", "EAGLE (learned)"), ("jacobi", "Jacobi (training-free)"), ("none", "none (vanilla AR)"))
+BOUND_LABELS = (("lantern", "LANTERN (δ per token)"), ("lantern++", "LANTERN++ (λ)"), ("step", "Step-bounded (δ per step)"))
 OPEN_FOLDER = "__open__"
 
 
@@ -41,6 +43,26 @@ def _double(lo, hi, step, decimals, tip) -> QDoubleSpinBox:
     s.setDecimals(decimals)
     s.setToolTip(tip)
     return s
+
+
+class _LamModeSwitch:
+    """``lam_mode`` as the LANTERN++ checkbox it was before the Bound choice: checked
+    means bound "lantern++"; unchecking returns to "lantern". Kept for scripts and
+    tests written against the checkbox."""
+
+    def __init__(self, panel: "ControlsPanel"):
+        self._panel = panel
+
+    def isChecked(self) -> bool:
+        return self._panel.bound.currentData() == "lantern++"
+
+    def setChecked(self, on: bool) -> None:
+        b = self._panel.bound
+        if on != self.isChecked():
+            b.setCurrentIndex(b.findData("lantern++" if on else "lantern"))
+
+    def isEnabled(self) -> bool:
+        return self._panel.bound.isEnabled()
 
 
 def _int(lo, hi, tip) -> QSpinBox:
@@ -61,6 +83,7 @@ class ControlsPanel(QWidget):
         self.setObjectName("controls")
         self._vocab: Optional[int] = None
         self._defaults = GenerationSettings()
+        self._tokens: Optional[int] = None  # image tokens of the loaded model (grid²)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 10, 10, 10)
         lay.setSpacing(10)
@@ -153,21 +176,28 @@ class ControlsPanel(QWidget):
         self.delta = QuadraticSlider(1.0, decimals=4, step=0.005)
         self.delta.setToolTip(tt.DELTA)
         f.addRow("δ", self.delta)
-        self.lam_mode = QCheckBox("LANTERN++ λ")
-        self.lam_mode.setToolTip(tt.LAMBDA_MODE)
+        self.bound = QComboBox()
+        self.bound.setToolTip(tt.BOUND)
+        for name, label in BOUND_LABELS:
+            self.bound.addItem(label, name)
+        self.lam_mode = _LamModeSwitch(self)
         self.lam = _double(1.0, 100.0, 0.1, 2, tt.LAMBDA)
-        lam_row = QHBoxLayout()
-        lam_row.addWidget(self.lam_mode)
-        lam_row.addWidget(self.lam, 1)
-        f.addRow("Bound", lam_row)
+        self.lam.setPrefix("λ ")
+        bound_row = QHBoxLayout()
+        bound_row.addWidget(self.bound, 2)
+        bound_row.addWidget(self.lam, 1)
+        f.addRow("Bound", bound_row)
+        self.adaptive = QCheckBox("Adaptive δ (entropy)")
+        self.adaptive.setToolTip(tt.ADAPTIVE)
+        f.addRow(self.adaptive)
         self.guarantee = QLabel()
         self.guarantee.setObjectName("muted")
         self.guarantee.setWordWrap(True)
         self.guarantee.setToolTip(tt.DELTA)
         f.addRow(self.guarantee)
-        for w in (self.drafter, self.lam_mode):
-            sig = w.currentIndexChanged if isinstance(w, QComboBox) else w.toggled
-            sig.connect(self._changed)
+        for w in (self.drafter, self.bound):
+            w.currentIndexChanged.connect(self._changed)
+        self.adaptive.toggled.connect(self._changed)
         for w in (self.draft_length, self.lam):
             w.valueChanged.connect(self._changed)
         self.k.valueChanged.connect(self._changed)
@@ -215,13 +245,17 @@ class ControlsPanel(QWidget):
 
     def _update_enabled(self) -> None:
         spec = self.drafter.currentData() != "none"
-        lam = self.lam_mode.isChecked()
+        lam = self.bound.currentData() == "lantern++"
         self.temperature.setEnabled(not self.greedy.isChecked())
         self.draft_length.setEnabled(spec)
         self.k.setEnabled(spec)
-        self.lam_mode.setEnabled(spec)
+        self.bound.setEnabled(spec)
         self.delta.setEnabled(spec and not lam)
+        self.adaptive.setEnabled(spec and not lam)
         self.lam.setEnabled(spec and lam)
+        tip = tt.DELTA_STEP if self.bound.currentData() == "step" else tt.DELTA
+        self.delta.setToolTip(tip)
+        self.guarantee.setToolTip(tip)
         self.guarantee.setText(self._guarantee_text())
 
     def _guarantee_text(self) -> str:
@@ -232,10 +266,18 @@ class ControlsPanel(QWidget):
             return "Exact (lossless) speculative decoding: output ∼ target exactly."
         if s.lam is not None:
             return f"LANTERN++: neighbour mass ≤ (λ − 1)·p(x̃) = {s.lam - 1:g}·p(x̃) per drafted token."
+        budget = f"δ_t = δ·H(p)/log V ≤ δ = {s.delta:g}" if s.adaptive_delta else f"δ = {s.delta:g}"
+        total = ""
+        if self._tokens:
+            total = (f"; over the image's {self._tokens} tokens the steps add up: the whole image's TV from the "
+                     f"target is ≤ min(1, Σ δ_t) ≤ min(1, {self._tokens * s.delta:g})")
+        if s.bound == "step":
+            return f"Step bound: each step's output is within {budget} of the target in total variation{total}."
         if s.greedy:
-            return f"Greedy drafts are deterministic: each step stays within δ = {s.delta:g} of the target in total variation."
-        return (f"Sampled drafts: per-token bound P(y) ≤ p(y) + m(y) with m ≤ δ = {s.delta:g}; "
-                "the step's total variation can exceed δ.")
+            return (f"Greedy drafts are deterministic: each step stays within {budget} of the target "
+                    f"in total variation{total}.")
+        return (f"Sampled drafts: per-token bound P(y) ≤ p(y) + m(y) with m ≤ {budget}; "
+                "the step's total variation can exceed δ (the step bound keeps it).")
 
     def settings(self) -> GenerationSettings:
         return GenerationSettings(
@@ -249,12 +291,14 @@ class ControlsPanel(QWidget):
             draft_length=int(self.draft_length.value()),
             k=int(self.k.value()),
             delta=round(float(self.delta.value()), 4),
-            lam=round(float(self.lam.value()), 4) if self.lam_mode.isChecked() else None,
+            lam=round(float(self.lam.value()), 4) if self.bound.currentData() == "lantern++" else None,
+            bound=self.bound.currentData() or "lantern",
+            adaptive_delta=self.adaptive.isChecked() and self.bound.currentData() != "lantern++",
         )
 
     def set_settings(self, s: GenerationSettings) -> None:
         widgets = (self.seed, self.temperature, self.top_k, self.top_p, self.cfg, self.greedy, self.drafter,
-                   self.draft_length, self.k, self.delta, self.lam_mode, self.lam)
+                   self.draft_length, self.k, self.delta, self.bound, self.adaptive, self.lam)
         for w in widgets:
             w.blockSignals(True)
         try:
@@ -271,9 +315,10 @@ class ControlsPanel(QWidget):
             self.draft_length.setValue(s.draft_length)
             self.k.setValue(s.k)
             self.delta.setValue(s.delta)
-            self.lam_mode.setChecked(s.lam is not None)
+            self.bound.setCurrentIndex(max(0, self.bound.findData(s.effective_bound)))
             if s.lam is not None:
                 self.lam.setValue(s.lam)
+            self.adaptive.setChecked(bool(s.adaptive_delta))
         finally:
             for w in widgets:
                 w.blockSignals(False)
@@ -331,6 +376,7 @@ class ControlsPanel(QWidget):
 
     def set_model_info(self, info: ModelInfo) -> None:
         self._vocab = info.vocab_size
+        self._tokens = info.grid * info.grid
         self._defaults = info.defaults
         for row, (name, _label) in enumerate(DRAFTER_LABELS):
             item = self._drafter_model.item(row)

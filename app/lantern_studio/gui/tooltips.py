@@ -25,7 +25,22 @@ DELTA = ("δ — LANTERN's total-variation budget (0–1). A drafted token x̃ i
          "distribution is within δ of the target's in total variation.\n"
          "• Sampled drafts (the drafters here sample unless Greedy is on): the bound holds per token — the chance of "
          "emitting y is at most p(y) + m(y) — but the step's total variation from the target can exceed δ.\n"
+         "For a per-step guarantee with sampled drafts, choose the step bound.\n"
          "k = 0 or δ = 0 is exact (lossless) speculative decoding. The slider is quadratic: fine steps near 0.")
+DELTA_STEP = ("δ — the step bound's total-variation budget (0–1). Before each drafted token is checked, up to δ of the "
+              "target's probability is moved between latent neighbours (a token takes only from its k nearest codebook "
+              "entries) toward the drafter's distribution, giving p*; then exact speculative sampling against p* runs.\n\n"
+              "What δ guarantees, exactly: each step's output distribution is p*, within δ of the target's in total "
+              "variation, for sampled and deterministic drafts alike. Over an image the per-step budgets add up: "
+              "N tokens move the image's token distribution at most N·δ from the target's in total variation.\n"
+              "k = 0 or δ = 0 is exact (lossless) speculative decoding. The slider is quadratic: fine steps near 0.")
+BOUND = ("Which relaxation, and what δ promises:\n"
+         "• LANTERN: a draft also wins the probability of its nearest neighbours, up to δ; the bound holds per token "
+         "(a step's total variation can exceed δ when drafts are sampled).\n"
+         "• LANTERN++: the neighbourhood is bounded by (λ − 1)·p(x̃) instead of δ.\n"
+         "• Step-bounded: each step's output is within δ of the target in total variation, sampled drafts too.")
+ADAPTIVE = ("Entropy-adaptive δ: each token's budget is δ·H(p)/log V (the target's normalised entropy), never above δ — "
+            "relaxation where the target is unsure, none where it is certain.")
 LAMBDA_MODE = ("LANTERN++: bound the neighbourhood relative to the draft's own probability, m(x̃) ≤ (λ − 1)·p(x̃), "
                "instead of by the absolute budget δ.")
 LAMBDA = "λ ≥ 1 for LANTERN++. λ = 1 accepts no neighbour mass (exact); larger λ relaxes more."
