@@ -80,6 +80,64 @@ def test_official_layout_roundtrip(tmp_path, kind):
     assert torch.equal(legacy.output.weight, gpt.output.weight)
 
 
+def test_official_t2i_checkpoint_with_fewer_than_120_prefix_tokens(tmp_path):
+    """The official CaptionEmbedder is built with token_num=120 whatever cls_token_num is, so an
+    official t2i checkpoint with cls_token_num=8 holds a (120, caption_dim) unconditional caption.
+    It loads, its logits (conditional and unconditional, as the official code computes them from
+    a 120-token caption) match, and it is written back in the official shape."""
+    import torch.nn.functional as F
+
+    from lantern_studio.engine.checkpoints import LLAMAGEN_UNCOND_ROWS
+    from lantern_studio.engine.model import CaptionEmbedder
+
+    cls, cap_dim = 8, 12
+    ours = tiny_gpt("t2i", vocab=24, grid=2, cls_token_num=cls, caption_dim=cap_dim)
+    args = ours.config
+    # the official construction: the same trunk, CaptionEmbedder(caption_dim, dim, p) with its default token_num
+    official = Transformer(args)
+    official.cls_embedding = CaptionEmbedder(args.caption_dim, args.dim, args.class_dropout_prob, LLAMAGEN_UNCOND_ROWS)
+    g = torch.Generator().manual_seed(3)
+    sd = dict(ours.state_dict())
+    sd["cls_embedding.uncond_embedding"] = torch.randn(120, cap_dim, generator=g) / cap_dim**0.5
+    official.load_state_dict(sd, strict=True)
+    official.eval()
+    path = tmp_path / "t2i_official.pt"
+    torch.save({"model": official.state_dict()}, path)
+    assert official.state_dict()["cls_embedding.uncond_embedding"].shape == (120, cap_dim)
+
+    loaded = load_llamagen_gpt(path, **args.to_dict())
+    idx = torch.randint(0, 24, (2, 3), generator=g)
+    cap, mask = caption(batch=2, length=cls, dim=cap_dim, valid=5)
+    # the official forward reads a 120-token T5 caption and keeps the first cls_token_num projected rows
+    cap120 = torch.cat([cap, torch.randn(2, 120 - cls, cap_dim, generator=g)], dim=1)
+    mask120 = torch.cat([mask, torch.ones(2, 120 - cls, dtype=torch.bool)], dim=1)
+    with torch.no_grad():
+        ref_cond = official.teacher_forced_logits(idx, cap120, mask120)
+        # official CFG: cond_null = zeros_like(cond) + uncond_embedding (all 120 rows), then the same slice
+        null120 = torch.zeros_like(cap120) + sd["cls_embedding.uncond_embedding"]
+        ref_null = official.teacher_forced_logits(idx, null120, mask120)
+        got_cond = loaded.teacher_forced_logits(idx, cap, mask)
+        got_null = loaded.teacher_forced_logits(idx, loaded.null_condition(cap), mask)
+        # the unconditional prefix, by hand: the official MLP over the 120 rows, first cls_token_num kept
+        fc1, fc2 = sd["cls_embedding.cap_proj.fc1.weight"], sd["cls_embedding.cap_proj.fc2.weight"]
+        by_hand = F.linear(F.gelu(F.linear(null120, fc1), approximate="tanh"), fc2)[:, :cls]
+        assert torch.allclose(loaded.embed_condition(loaded.null_condition(cap)), by_hand, atol=1e-6)
+    assert torch.allclose(got_cond, ref_cond, atol=1e-5)
+    assert torch.allclose(got_null, ref_null, atol=1e-5)
+    assert not torch.allclose(got_cond, got_null, atol=1e-3)  # the two branches differ: CFG has something to do
+
+    # written back in the official shape: the official construction loads it strictly
+    again = tmp_path / "again.pt"
+    save_llamagen_gpt(loaded, again)
+    written = torch.load(again, weights_only=True)["model"]
+    assert written["cls_embedding.uncond_embedding"].shape == (120, cap_dim)
+    assert torch.equal(written["cls_embedding.uncond_embedding"][:cls], sd["cls_embedding.uncond_embedding"][:cls])
+    official.load_state_dict(written, strict=True)
+    back = load_llamagen_gpt(again, **args.to_dict())
+    with torch.no_grad():
+        assert torch.equal(back.teacher_forced_logits(idx, back.null_condition(cap), mask), got_null)
+
+
 def test_state_dict_keys_match_official_names():
     gpt = tiny_gpt("t2i", layers=1)
     keys = set(gpt.state_dict())

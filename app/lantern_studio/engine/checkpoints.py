@@ -17,6 +17,13 @@ import torch
 
 from .model import ModelArgs, Transformer
 
+#: Rows of ``cls_embedding.uncond_embedding`` in an official t2i checkpoint. The official
+#: ``CaptionEmbedder`` is built with its default ``token_num=120`` (the T5 caption length)
+#: whatever ``cls_token_num`` is, and its forward keeps only the first ``cls_token_num``
+#: projected rows, so rows past ``cls_token_num`` are never used. Ours holds ``cls_token_num``.
+LLAMAGEN_UNCOND_ROWS = 120
+_UNCOND_KEY = "cls_embedding.uncond_embedding"
+
 
 class CheckpointError(ValueError):
     """A weights file that can't be used; the message names the file and why."""
@@ -87,6 +94,10 @@ def load_llamagen_gpt(path, **model_args) -> Transformer:
 
     ``model_args`` are official ModelArgs fields; ``preset="GPT-XL"`` may be
     given to fill the size fields from a named preset.
+
+    A t2i checkpoint's unconditional caption has 120 rows (the official
+    construction, :data:`LLAMAGEN_UNCOND_ROWS`); the first ``cls_token_num`` are
+    the ones the model uses.
     """
     from .model import GPT_PRESETS
 
@@ -98,14 +109,26 @@ def load_llamagen_gpt(path, **model_args) -> Transformer:
     args = ModelArgs.from_dict(model_args)
     sd = read_torch_state_dict(path)
     sd.pop("freqs_cis", None)  # some official checkpoints carry the rotary table; it is recomputed
+    uncond = sd.get(_UNCOND_KEY)
+    if args.model_type == "t2i" and uncond is not None and uncond.ndim == 2 and uncond.shape[0] > args.cls_token_num:
+        sd[_UNCOND_KEY] = uncond[: args.cls_token_num]
     model = Transformer(args)
     load_state_strict(model, {k: v.float() for k, v in sd.items()}, path)
     return model.eval()
 
 
 def save_llamagen_gpt(model: Transformer, path) -> None:
-    """Write ``{"model": state_dict}``, the official layout (for tests and export)."""
-    atomic_write(path, lambda p: torch.save({"model": model.state_dict()}, p))
+    """Write ``{"model": state_dict}``, the official layout (for tests and export).
+
+    A t2i model's unconditional caption is padded with zero rows to the official
+    120 (rows the official code never reads), so the official construction loads it.
+    """
+    sd = dict(model.state_dict())
+    uncond = sd.get(_UNCOND_KEY)
+    if model.model_type == "t2i" and uncond is not None and uncond.shape[0] < LLAMAGEN_UNCOND_ROWS:
+        pad = uncond.new_zeros(LLAMAGEN_UNCOND_ROWS - uncond.shape[0], uncond.shape[1])
+        sd[_UNCOND_KEY] = torch.cat([uncond, pad])
+    atomic_write(path, lambda p: torch.save({"model": sd}, p))
 
 
 # --------------------------------------------------------------------------- our format
