@@ -218,10 +218,6 @@ def test_devices():
     assert 1e8 < est["llamagen-c2i-b-256"] < 2e9 and 6e9 < est["llamagen-c2i-3b-384"] < 1.2e10
     assert devices.estimate_memory(c["llamagen-c2i-b-256"], torch.float32) > est["llamagen-c2i-b-256"]
     assert "text_encoder" in devices.memory_breakdown(c["llamagen-t2i-xl-512"])
-    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-    assert devices.is_oom(oom) and devices.is_oom(MemoryError()) and not devices.is_oom(ValueError("x"))
-    msg = devices.describe_oom(oom, c["llamagen-c2i-3b-384"], device="cuda")
-    assert "LlamaGen-3B" in msg and "llamagen-c2i-b-256" in msg and "--device cpu" in msg and "fp16" in msg
 
 
 # --------------------------------------------------------------------------- LANTERN's drafter layout

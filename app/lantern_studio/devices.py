@@ -1,4 +1,4 @@
-"""Which device to run on, how much memory a model needs, and what to say when it runs out.
+"""Which device to run on, and how much memory a model needs there.
 
 All estimates are rough (±30%): weights (parameters × bytes per value), the KV
 cache of one CFG-batched generation, the largest transient activations
@@ -9,9 +9,12 @@ and a device before loading it, not for guarantees.
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import torch
+
+from .engine.model import find_multiple
 
 _DTYPE_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8}
 
@@ -65,8 +68,6 @@ def dtype_bytes(dtype) -> int:
 
 
 def _ffn(args) -> int:
-    from .engine.model import find_multiple
-
     hidden = int(2 * 4 * args.dim / 3)
     if args.ffn_dim_multiplier is not None:
         hidden = int(args.ffn_dim_multiplier * hidden)
@@ -111,61 +112,8 @@ def available_memory(device: str) -> Optional[int]:
             free, _total = torch.cuda.mem_get_info(torch.device(dev))
             return int(free)
         if dev == "cpu":
-            import os
-
             if hasattr(os, "sysconf") and "SC_AVPHYS_PAGES" in os.sysconf_names:
                 return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except Exception:
         return None
     return None
-
-
-def is_oom(exc: BaseException) -> bool:
-    if isinstance(exc, MemoryError):
-        return True
-    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
-    if oom is not None and isinstance(exc, oom):
-        return True
-    text = str(exc).lower()
-    return "out of memory" in text or "can't allocate memory" in text or "not enough memory" in text
-
-
-def _smaller(entry):
-    """The lightest catalogue model of the same kind that needs less memory, or None."""
-    from .models.catalogue import CATALOGUE
-
-    need = estimate_memory(entry)
-    same = [e for e in CATALOGUE.values() if e.kind == entry.kind and estimate_memory(e) < need]
-    return min(same, key=estimate_memory) if same else None
-
-
-def describe_oom(exc: BaseException, entry=None, device: Optional[str] = None, dtype=None) -> str:
-    """Words for an out-of-memory failure: what ran out, roughly what is needed, what to try."""
-    from .models.hub import format_size
-
-    where = device or ("cuda" if "cuda" in str(exc).lower() else "this device")
-    lines = []
-    if entry is not None:
-        dt = dtype or (torch.bfloat16 if str(where).startswith("cuda") else torch.float32)
-        need = estimate_memory(entry, dt)
-        lines.append(f"Out of memory running {entry.title} on {where}: it needs roughly {format_size(need)} "
-                     f"in {str(dt).replace('torch.', '')}.")
-        free = available_memory(str(where)) if device else None
-        if free is not None:
-            lines[-1] += f" About {format_size(free)} is free now."
-    else:
-        lines.append(f"Out of memory on {where}.")
-    tips = []
-    if entry is not None:
-        smaller = _smaller(entry)
-        if smaller is not None:
-            tips.append(f"a smaller model ({smaller.name}, about {format_size(estimate_memory(smaller, dtype or torch.bfloat16))})")
-    if str(where).startswith(("cuda", "mps")):
-        tips.append("running on the CPU (--device cpu: slow, but it uses system memory)")
-        tips.append("half precision (fp16/bf16) if it is not already on")
-        tips.append("closing other programs that use the GPU")
-    else:
-        tips.append("closing other programs to free RAM, or a machine with more memory")
-    tips.append("a shorter draft length")
-    lines.append("Try " + "; ".join(tips) + ".")
-    return " ".join(lines)

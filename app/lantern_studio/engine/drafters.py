@@ -20,7 +20,7 @@ them, ``observe`` tells the drafter what was kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -42,7 +42,6 @@ class DecodeContext:
     tokens: torch.Tensor  # (total,) fixed tokens (valid up to n_fixed)
     n_fixed: int = 0
     prefill_feature: Optional[torch.Tensor] = None  # (rows, dim) at the last prefix position
-    extras: dict = field(default_factory=dict)
 
     @property
     def device(self):
@@ -255,14 +254,3 @@ class EagleDrafter(Drafter):
         # verify_features row j is f at image index (old n_fixed - 1 + j).
         first = ctx.n_fixed - n_accepted - 1  # image index of the pending input
         self.feats[:, first + 1 : first + 2 + n_accepted] = verify_features[:, : n_accepted + 1]
-
-
-def load_eagle_head(args: ModelArgs, state_dict: dict) -> EagleHead:
-    head = EagleHead(args)
-    missing, unexpected = head.load_state_dict(state_dict, strict=False)
-    missing = [m for m in missing if not m.endswith("rope")]
-    if missing or unexpected:
-        raise ValueError(
-            f"drafter weights do not fit: missing {missing[:5]}, unexpected {list(unexpected)[:5]}"
-        )
-    return head

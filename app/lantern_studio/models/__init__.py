@@ -6,18 +6,16 @@ from pathlib import Path
 from typing import Optional
 
 from ..engine.checkpoints import CheckpointError
+from ..engine.precision import resolve
 from ..paths import resources_dir
+from . import catalogue
+from .local import load_model_dir
 
 BUNDLED_NAME = "emoji-64"
 
 
 def bundled_dir() -> Path:
     return resources_dir() / "models" / BUNDLED_NAME
-
-
-def resolve_model(spec: Optional[str] = None) -> str:
-    """A model spec as the user typed it → what it refers to (for messages)."""
-    return spec or BUNDLED_NAME
 
 
 def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = True,
@@ -31,16 +29,12 @@ def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, veri
     and drafter's weights and KV caches (engine/precision.py); 'auto' is bf16 on
     hardware with native bf16, fp32 elsewhere.
     """
-    from ..engine.precision import resolve
-
     resolve(precision, device or "cpu")  # a bad value fails before anything loads
     pipe = _load(spec, device, verify, precision)
     return pipe.set_precision(precision)
 
 
 def _load(spec: Optional[str], device: Optional[str], verify: bool, precision: Optional[str] = "auto"):
-    from .local import load_model_dir
-
     spec = spec or BUNDLED_NAME
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -53,11 +47,7 @@ def _load(spec: Optional[str], device: Optional[str], verify: bool, precision: O
                 "or pass --model with a model folder"
             )
         return load_model_dir(folder, verify=verify, device=device)
-    try:
-        from . import catalogue
-    except ImportError:  # pragma: no cover - catalogue not installed
-        catalogue = None
-    if catalogue is not None and spec in getattr(catalogue, "CATALOGUE", {}):
+    if spec in catalogue.CATALOGUE:
         # cast once, to the asked precision (not to auto first: a bf16 round trip would round the weights)
         return catalogue.load_pipeline(spec, device=device, dtype=precision)
     raise CheckpointError(f"model {spec!r}: not a model folder, the bundled model ({BUNDLED_NAME}) or a catalogue name")
