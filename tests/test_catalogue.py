@@ -266,30 +266,36 @@ def test_lantern_drafter_keys_map_onto_eagle_head(tmp_path):
         catalogue.lantern_drafter_to_eagle(bad, d)
 
 
-def test_device_safe_losses_match_drafter_losses():
-    """self_distill's any-device copy of drafter_losses computes the same numbers."""
+def test_drafter_losses_prefix_mask_and_noise():
+    """The one drafter loss (bundled recipe and self-distillation): an all-valid one-slot
+    prefix mask is the same as no mask (self-distillation's class-conditional batches rely
+    on it), the noise comes from the given CPU generator only, and noise 0 needs none."""
     from lantern_studio.engine.drafters import EagleHead
     from lantern_studio.engine.model import ModelArgs, Transformer
-    from lantern_studio.training.drafter import drafter_losses
-    from lantern_studio.training.self_distill import _losses
+    from lantern_studio.training.drafter_loss import drafter_losses
 
     torch.manual_seed(0)
-    for kind in ("c2i", "t2i"):
-        args = ModelArgs(dim=32, n_layer=1, n_head=4, multiple_of=16, vocab_size=16, block_size=9, num_classes=10,
-                         model_type=kind, cls_token_num=1 if kind == "c2i" else 3, caption_dim=8)
-        gpt = Transformer(args).eval()
-        with torch.no_grad():
-            gpt.output.weight.normal_(0, 0.5)
-        head = EagleHead(args).eval()  # no dropout: compare the arithmetic
-        tok = torch.randint(0, 16, (2, 9))
-        if kind == "c2i":
-            emb, mask = torch.tensor([3, 7]), torch.ones(2, 1, dtype=torch.bool)
-        else:
-            emb, mask = torch.randn(2, 3, 8), torch.tensor([[False, True, True], [True, True, True]])
-        a = drafter_losses(gpt, head, tok, emb, mask, 2.0, 0.1, torch.Generator().manual_seed(5))
-        b = _losses(gpt, head, tok, emb, mask, 2.0, 0.1, torch.Generator().manual_seed(5), _local=True)
-        for x, y in zip(a, b):
-            assert torch.allclose(x, y, atol=1e-6)
+    args = ModelArgs(dim=32, n_layer=1, n_head=4, multiple_of=16, vocab_size=16, block_size=9, num_classes=10,
+                     model_type="c2i", cls_token_num=1)
+    gpt = Transformer(args).eval()
+    with torch.no_grad():
+        gpt.output.weight.normal_(0, 0.5)
+    head = EagleHead(args).eval()  # no dropout: compare the arithmetic
+    tok, emb = torch.randint(0, 16, (2, 9)), torch.tensor([3, 7])
+    ones = torch.ones(2, 1, dtype=torch.bool)
+
+    def losses(mask, noise, seed):
+        gen = None if seed is None else torch.Generator().manual_seed(seed)
+        return [float(x.detach()) for x in drafter_losses(gpt, head, tok, emb, mask, 2.0, noise, gen)]
+
+    assert losses(None, 0.1, 5) == pytest.approx(losses(ones, 0.1, 5), abs=1e-6)
+    assert losses(ones, 0.1, 5) == losses(ones, 0.1, 5)
+    torch.manual_seed(123)  # the global RNG plays no part
+    assert losses(ones, 0.1, 5) == losses(ones, 0.1, 5)
+    assert losses(ones, 0.1, 5)[0] != losses(ones, 0.1, 6)[0]  # the noise reaches the feature loss
+    assert losses(ones, 0.0, None) == losses(ones, 0.0, 9)
+    lf, lp, agree = losses(ones, 0.0, None)
+    assert lf > 0 and lp >= 0 and 0.0 <= agree <= 1.0
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

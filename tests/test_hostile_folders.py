@@ -124,7 +124,7 @@ def _rewrite_gpt(folder: Path, change) -> None:
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from lantern_studio.engine.checkpoints import sha256_file
+    from lantern_studio.engine.files import sha256_file
 
     path = folder / "gpt.safetensors"
     with safe_open(str(path), framework="pt") as f:

@@ -275,7 +275,7 @@ def test_svg_icon_renders_in_qt(qapp):
 
 
 def test_install_desktop_for_the_user(tmp_path, monkeypatch):
-    mod = _load("install_desktop", ROOT / "app" / "lantern_studio" / "desktop.py")
+    mod = importlib.import_module("lantern_studio.desktop")
     home = tmp_path / "xdg data"
     monkeypatch.setenv("XDG_DATA_HOME", str(home))
     assert mod.main(["--exec", "'/opt/Lantern Studio/lantern-studio'"]) == 0
@@ -301,7 +301,7 @@ def test_install_desktop_for_the_user(tmp_path, monkeypatch):
 
 
 def test_install_desktop_default_location_and_dry_run(tmp_path, monkeypatch, capsys):
-    mod = _load("install_desktop", ROOT / "app" / "lantern_studio" / "desktop.py")
+    mod = importlib.import_module("lantern_studio.desktop")
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert mod.data_home() == tmp_path / ".local" / "share"

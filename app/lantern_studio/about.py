@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import __version__
+from .paths import resources_dir
 
 APP_NAME = "Lantern Studio"
 APP_LICENSE = "Apache-2.0"
@@ -44,8 +45,6 @@ _LICENCE_TITLES = {"licences", "licenses", "licence", "license", "licences and a
 
 def _card_path() -> Optional[Path]:
     try:
-        from .paths import resources_dir
-
         return resources_dir() / "models" / "emoji-64" / "MODEL_CARD.md"
     except Exception:  # noqa: BLE001 - the About box must open even if resources cannot be located
         return None

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from . import __version__
+from .devices import DeviceError, pick_device
+from .doctor import qt_platform_problem
+from .engine.checkpoints import CheckpointError
+from .engine.files import atomic_write
+from .engine.precision import PrecisionError
+from .engine.sampling import DistributionError
+from .engine.settings import SettingsError
+from .engine.text import PromptError
+from .export import ExportError, save_png
+from .models import load_pipeline
+from .threads import configure_decode_threads
 
 EXIT_BAD_INPUT = 2
 
@@ -58,27 +72,12 @@ def settings_from_args(defaults, args):
 
 
 def cmd_generate(args) -> int:
-    from tqdm import tqdm
-
-    from .devices import DeviceError
-    from .engine.checkpoints import CheckpointError
-    from .engine.precision import PrecisionError
-    from .engine.sampling import DistributionError
-    from .engine.settings import SettingsError
-    from .engine.text import PromptError
-    from .export import ExportError, save_png
-    from .models import load_pipeline
-
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         print(f"error: --out {out} already exists (pass --overwrite to replace it)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from .threads import configure_decode_threads
-
     configure_decode_threads()
     try:
-        from .devices import pick_device
-
         pipe = load_pipeline(args.model, device=pick_device(args.device), precision=args.precision)
         settings = settings_from_args(pipe.defaults, args).validate(pipe.vocab_size)
         bar = tqdm(total=pipe.gpt.block_size, unit="tok", desc="decoding", file=sys.stderr, disable=args.quiet)
@@ -97,8 +96,6 @@ def cmd_generate(args) -> int:
     stats["precision"] = pipe.precision
     record = {"prompt": args.prompt, "understood_as": result.note, "model": pipe.name,
               "settings": settings.to_dict(), "stats": stats}
-    from .engine.checkpoints import atomic_write
-
     target = out
     try:
         save_png(out, result.image, record, overwrite=args.overwrite)
@@ -143,13 +140,11 @@ def cmd_gui(args) -> int:
         sample = build_parser().parse_args(["generate", "a red heart", "--out", str(out)]
                                            + (["--model", args.model] if getattr(args, "model", None) else []))
         return cmd_generate(sample)
-    from .doctor import qt_platform_problem
-
     problem = qt_platform_problem()
     if problem:  # Qt would abort the process with a message about plugins; say what to install instead
         print(f"lantern-studio: {problem}", file=sys.stderr)
         return 1
-    from .gui.app import main as gui_main
+    from .gui.app import main as gui_main  # here, not at the top: only the studio needs Qt's widgets
 
     return gui_main(model=getattr(args, "model", None))
 
@@ -157,15 +152,31 @@ def cmd_gui(args) -> int:
 # --------------------------------------------------------------------------- parser
 
 
-def _add_module(sub, name, module_path, help_text):
-    """Subcommands implemented elsewhere expose add_arguments(parser) and run(args)."""
-    import importlib
+def missing_dependency(error: ImportError):
+    """The third-party package whose absence caused ``error``, or None when the
+    error is anything else (one of our own modules missing or broken)."""
+    root = (getattr(error, "name", None) or "").split(".")[0]
+    if isinstance(error, ModuleNotFoundError) and root and root != __package__.split(".")[0]:
+        return root
+    return None
 
+
+def _add_module(sub, name, module_path, help_text):
+    """Subcommands implemented elsewhere expose add_arguments(parser) and run(args).
+
+    A subcommand whose third-party dependency is not installed (a trimmed or
+    frozen build) is listed as unavailable, naming the package, and the rest of
+    the CLI works; any other import failure is a bug and is raised.
+    """
     try:
         mod = importlib.import_module(module_path, __package__)
-    except ImportError as e:  # a part not built yet must not break the rest of the CLI
-        p = sub.add_parser(name, help=f"{help_text} (unavailable: {e})")
-        p.set_defaults(func=lambda a, e=e: (print(f"error: {name} unavailable: {e}", file=sys.stderr), 1)[1])
+    except ImportError as e:
+        package = missing_dependency(e)
+        if package is None:
+            raise
+        why = f"needs the {package!r} package, which is not installed"
+        p = sub.add_parser(name, help=f"{help_text} (unavailable: {why})")
+        p.set_defaults(func=lambda a: (print(f"error: {name} unavailable: {why}", file=sys.stderr), 1)[1])
         return p
     p = sub.add_parser(name, help=help_text, description=help_text)
     mod.add_arguments(p)
@@ -205,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     ]:
         _add_module(tsub, name, mod, text)
 
-    _add_module(sub, "models", ".models.cli", "list, download and remove models")
+    _add_module(sub, "models", ".commands.models", "list, download and remove models")
     _add_module(sub, "doctor", ".doctor", "report the environment for bug reports")
     _add_module(sub, "install-desktop", ".desktop", "add Lantern Studio to your applications menu (this user)")
     return parser

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Install Lantern Studio's desktop entry, AppStream metadata and icons for the
 current user (no root): under ``$XDG_DATA_HOME`` (default ``~/.local/share``)::
 
@@ -12,12 +11,12 @@ the launcher that is running now (the ``lantern-studio`` script of this
 environment, or the frozen app), so the menu entry works even when that
 environment's ``bin/`` is not on the desktop session's PATH.
 
-``python packaging/install_desktop.py [--uninstall] [--data-home DIR] [--exec CMD] [--dry-run]``
+``lantern-studio install-desktop [--uninstall] [--data-home DIR] [--exec CMD] [--dry-run]``
+(or ``python -m lantern_studio.desktop`` with the same options).
 
-Stdlib only, so it can also run with any Python from a checkout. The files are
-looked up next to this script (the ``packaging/`` folder of a checkout or sdist)
-and, failing that, in the installed package's resources (``resources/desktop/``
-and ``resources/icons/``).
+The files come from the package's resources (``resources/desktop/`` and
+``resources/icons/``), so it works the same from a checkout, a wheel or the
+frozen app.
 """
 
 from __future__ import annotations
@@ -31,6 +30,9 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from .engine.files import atomic_write
+from .paths import resources_dir
+
 APP_ID = "io.github.lanternstudio.LanternStudio"
 ICON_NAME = "lantern-studio"  # resources/icons/lantern-studio-<px>.png and lantern-studio.svg
 ICON_SIZES = (16, 32, 48, 64, 128, 256)
@@ -43,30 +45,14 @@ class InstallError(RuntimeError):
 
 
 # ---------------------------------------------------------------- where things are
-def _installed_resources() -> Optional[Path]:
-    try:
-        from importlib.resources import files
-
-        return Path(str(files("lantern_studio.resources")))
-    except Exception:  # package not importable (plain checkout without install)
-        return None
-
-
 def find_sources() -> tuple:
     """→ (folder holding the .desktop and metainfo files, folder holding the icons)."""
-    here = Path(__file__).resolve().parent
-    meta_candidates = [here]
-    icon_candidates = [here.parent / "resources" / "icons"]
-    res = _installed_resources()
-    if res is not None:
-        meta_candidates.append(res / "desktop")
-        icon_candidates.append(res / "icons")
-    meta = next((d for d in meta_candidates if (d / DESKTOP_FILE).is_file() and (d / METAINFO_FILE).is_file()), None)
-    icons = next((d for d in icon_candidates if (d / f"{ICON_NAME}.svg").is_file()), None)
-    if meta is None:
-        raise InstallError(f"{DESKTOP_FILE} / {METAINFO_FILE} not found in " + ", ".join(map(str, meta_candidates)))
-    if icons is None:
-        raise InstallError(f"{ICON_NAME}.svg not found in " + ", ".join(map(str, icon_candidates)))
+    res = resources_dir()
+    meta, icons = res / "desktop", res / "icons"
+    if not ((meta / DESKTOP_FILE).is_file() and (meta / METAINFO_FILE).is_file()):
+        raise InstallError(f"{DESKTOP_FILE} / {METAINFO_FILE} not found in {meta}")
+    if not (icons / f"{ICON_NAME}.svg").is_file():
+        raise InstallError(f"{ICON_NAME}.svg not found in {icons}")
     return meta, icons
 
 
@@ -150,16 +136,12 @@ def install(home=None, command: Optional[list] = None, dry_run: bool = False, re
         written.append(dest)
         if dry_run:
             continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(dest.name + ".tmp")
         if kind == "desktop":
-            tmp.write_text(desktop_entry((meta_dir / DESKTOP_FILE).read_text(encoding="utf-8"), command), encoding="utf-8")
-        elif kind == "metainfo":
-            shutil.copyfile(meta_dir / METAINFO_FILE, tmp)
+            text = desktop_entry((meta_dir / DESKTOP_FILE).read_text(encoding="utf-8"), command)
+            atomic_write(dest, lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"))
         else:
-            shutil.copyfile(icon_dir / detail, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
+            source = meta_dir / METAINFO_FILE if kind == "metainfo" else icon_dir / detail
+            atomic_write(dest, lambda tmp, source=source: shutil.copyfile(source, tmp))
     if refresh and not dry_run:
         _refresh_caches(home)
     return written
@@ -210,7 +192,7 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="install_desktop", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lantern-studio install-desktop", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

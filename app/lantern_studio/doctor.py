@@ -25,8 +25,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from . import __version__
-from .engine.checkpoints import sha256_file as _sha256
+from . import __version__, paths
+from .engine.files import sha256_file as _sha256
+
+# torch, Qt and the app's heavier modules are imported inside the probes, on purpose: a broken
+# install must still give a report (each probe's failure is caught by _guard), and `lantern-studio`
+# asks qt_platform_problem() before the studio loads anything heavy.
 
 QT_PROBE_TIMEOUT = 20  # seconds for one child process starting a QGuiApplication
 
@@ -296,33 +300,13 @@ def qt_platform_problem(env=None) -> Optional[str]:
             f"({', '.join(missing)}); on Debian/Ubuntu: sudo apt-get install {XCB_PACKAGES}")
 
 
-def _app_data_dir() -> str:
-    root = os.environ.get("LANTERN_STUDIO_DATA")
-    if root:
-        return str(Path(root))
-    # what the GUI's storage module uses, computed without creating the folder
-    from PySide6.QtCore import QCoreApplication, QStandardPaths
-
-    try:
-        from .gui.storage import APPLICATION, ORGANISATION
-    except Exception:  # noqa: BLE001
-        ORGANISATION, APPLICATION = "Lantern Studio", "lantern-studio"
-    if QCoreApplication.organizationName() != ORGANISATION:
-        QCoreApplication.setOrganizationName(ORGANISATION)
-    if QCoreApplication.applicationName() != APPLICATION:
-        QCoreApplication.setApplicationName(APPLICATION)
-    return QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
-
-
 def probe_paths() -> dict:
-    from . import paths
-
     out: dict = {}
     for key, fn in (("cache", paths.cache_dir), ("runs", paths.runs_dir), ("datasets", paths.data_dir),
                     ("resources", paths.resources_dir)):
         out[key] = _guard(lambda fn=fn: str(fn()))
     out["neighbour_tables"] = _guard(lambda: str(paths.cache_dir() / "neighbours"))
-    app_data = _guard(_app_data_dir)
+    app_data = _guard(lambda: str(paths.app_data_dir(create=False)))
     out["app_data"] = app_data
     if isinstance(app_data, str):
         out["settings"] = str(Path(app_data) / "settings.ini")
@@ -365,9 +349,7 @@ def _model_folder(spec: Optional[str]) -> tuple:
             return p, f"{p.name} (folder)"
         if (p.parent / "model.json").is_file() and p.name == "model.json":
             return p.parent, f"{p.parent.name} (folder)"
-    from .paths import resources_dir
-
-    bundled = resources_dir() / "models" / "emoji-64"
+    bundled = paths.resources_dir() / "models" / "emoji-64"
     if spec and spec != "emoji-64":
         return Path(spec).expanduser(), f"{spec} (not a folder)"
     return bundled, "emoji-64 (bundled)"

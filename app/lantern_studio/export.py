@@ -9,8 +9,7 @@ Two text chunks: ``parameters`` in the A1111 style that other tools read
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -18,7 +17,7 @@ import numpy as np
 from PIL import Image, PngImagePlugin
 
 from . import fidelity
-from .engine.checkpoints import give_usual_mode
+from .engine.files import atomic_write
 
 JSON_KEY = "lantern-studio"
 UPSCALE_FACTORS = (1, 2, 3, 4, 5, 6, 7, 8)
@@ -26,6 +25,12 @@ UPSCALE_FACTORS = (1, 2, 3, 4, 5, 6, 7, 8)
 
 class ExportError(OSError):
     pass
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """A file name stem from a prompt: lower-case ASCII words joined by hyphens ("image" if none)."""
+    s = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+    return (s[:limit].rstrip("-") or "image")
 
 
 def describe_bound(s: dict) -> str:
@@ -115,16 +120,8 @@ def save_png(path, image: np.ndarray, record: dict, overwrite: bool = False, fac
     info.add_text("parameters", a1111_parameters(record))
     info.add_itxt(JSON_KEY, json.dumps(record, sort_keys=True, default=_jsonable))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".png", dir=path.parent)
-        os.close(fd)
-        try:
-            img.save(tmp, format="PNG", pnginfo=info)
-            give_usual_mode(tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        # the ".export-" prefix is how the history recognises a killed write's leftover (gui/history_store.py)
+        atomic_write(path, lambda tmp: img.save(tmp, format="PNG", pnginfo=info), temp_prefix=".export-")
     except OSError as e:
         raise ExportError(f"{path}: could not be written ({e.strerror or e})") from None
     return path

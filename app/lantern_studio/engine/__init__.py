@@ -8,29 +8,44 @@ Scripting API::
     vq = load_llamagen_vq(path, **vq_args)
     codes = vq.encode(images)
     images = vq.decode_codes(codes)
+
+The names below are imported on first use (PEP 562), so importing one light
+submodule (``engine.files``, ``engine.decisions``) does not load torch.
 """
 
-from .acceptance import ProximityTable, Relaxation, step_output_distribution, verify_chain
-from .checkpoints import CheckpointError, load_gpt, load_llamagen_gpt, save_gpt, save_llamagen_gpt
-from .decode import Decoding, DecodeStats, StepEvent, generate_tokens
-from .drafters import EagleDrafter, EagleHead, JacobiDrafter
-from .model import GPT_PRESETS, ModelArgs, Transformer, preset_args
-from .pipeline import GenerationResult, ImagePipeline
-from .sampling import SamplingParams, probs_from_logits
-from .settings import GenerationSettings, SettingsError
-from .text import CaptionConditioner, ClassConditioner, HashEncoder, MiniLMEncoder, PromptError
+from __future__ import annotations
 
-_TOKENIZER_NAMES = {"VQModel", "VQArgs", "VQ_PRESETS", "load_llamagen_vq", "load_vq", "save_vq"}
+import importlib
+
+_EXPORTS = {
+    "acceptance": ("ProximityTable", "Relaxation", "step_output_distribution", "verify_chain"),
+    "checkpoints": ("CheckpointError", "load_gpt", "load_llamagen_gpt", "save_gpt", "save_llamagen_gpt"),
+    "decode": ("Decoding", "DecodeStats", "StepEvent", "generate_tokens"),
+    "drafters": ("EagleDrafter", "EagleHead", "JacobiDrafter"),
+    "model": ("GPT_PRESETS", "ModelArgs", "Transformer", "preset_args"),
+    "pipeline": ("GenerationResult", "ImagePipeline"),
+    "sampling": ("SamplingParams", "probs_from_logits"),
+    "settings": ("GenerationSettings", "SettingsError"),
+    "text": ("CaptionConditioner", "ClassConditioner", "HashEncoder", "MiniLMEncoder", "PromptError"),
+    "tokenizer": ("VQModel", "VQArgs", "VQ_PRESETS", "load_llamagen_vq", "load_vq", "save_vq"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_HOME) + ["generate"]
 
 
-def __getattr__(name):  # the tokenizer pulls in conv stacks; import it on first use
-    if name in _TOKENIZER_NAMES:
-        from . import tokenizer
+def __getattr__(name):
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
-        return getattr(tokenizer, name)
-    raise AttributeError(name)
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 
-def generate(pipeline: ImagePipeline, prompt: str, settings: GenerationSettings | None = None, **kw) -> GenerationResult:
+def generate(pipeline, prompt: str, settings=None, **kw):
     """Whole image from a prompt: ``generate(pipe, "a red heart", GenerationSettings(seed=1))``."""
     return pipeline.generate(prompt, settings, **kw)

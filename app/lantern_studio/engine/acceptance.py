@@ -1,6 +1,6 @@
 """Exact and LANTERN relaxed acceptance of drafted tokens, and proximity tables.
 
-The rule (DESIGN.md, "LANTERN, exactly"): for a drafted token x̃ with target
+The rule (docs/architecture.md, "LANTERN, exactly"): for a drafted token x̃ with target
 distribution p and drafter probability q(x̃), let A be the longest prefix of x̃'s
 k nearest codebook neighbours (self excluded, nearest first) whose total
 target mass m stays within the bound (δ, or (λ−1)·p(x̃) for LANTERN++).
@@ -28,13 +28,9 @@ import numpy as np
 import torch
 
 from .budget import slot_budgets
+from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECISION_NAMES  # noqa: F401 (re-exported)
+from .files import atomic_write
 from .sampling import sample
-
-# How each image token was decided (also the overlay colours' keys in the GUI).
-BY_TARGET = 0  # sampled by the target (vanilla step, correction or bonus token)
-ACCEPTED_EXACT = 1  # drafted, accepted by the exact rule
-ACCEPTED_RELAXED = 2  # drafted, accepted only thanks to LANTERN's relaxation
-DECISION_NAMES = {BY_TARGET: "target", ACCEPTED_EXACT: "exact", ACCEPTED_RELAXED: "relaxed"}
 
 
 # --------------------------------------------------------------------------- proximity
@@ -94,10 +90,8 @@ class ProximityTable:
         table = compute_neighbours(self.codebook, self.k_cached)
         if path is not None:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp.npy")
-                np.save(tmp, table.numpy().astype(np.int32 if self.vocab_size > 32767 else np.int16))
-                tmp.replace(path)
+                arr = table.numpy().astype(np.int32 if self.vocab_size > 32767 else np.int16)
+                atomic_write(path, lambda tmp: np.save(tmp, arr))
             except OSError:
                 pass  # a read-only or full cache folder only costs recomputation
         return table

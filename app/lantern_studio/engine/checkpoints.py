@@ -8,14 +8,15 @@ configuration stored as JSON in the file's metadata.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
-from .model import ModelArgs, Transformer
+from .files import atomic_write
+from .model import GPT_PRESETS, ModelArgs, Transformer
 
 #: Rows of ``cls_embedding.uncond_embedding`` in an official t2i checkpoint. The official
 #: ``CaptionEmbedder`` is built with its default ``token_num=120`` (the T5 caption length)
@@ -99,8 +100,6 @@ def load_llamagen_gpt(path, **model_args) -> Transformer:
     construction, :data:`LLAMAGEN_UNCOND_ROWS`); the first ``cls_token_num`` are
     the ones the model uses.
     """
-    from .model import GPT_PRESETS
-
     preset = model_args.pop("preset", None)
     if preset is not None:
         if preset not in GPT_PRESETS:
@@ -134,57 +133,8 @@ def save_llamagen_gpt(model: Transformer, path) -> None:
 # --------------------------------------------------------------------------- our format
 
 
-def give_usual_mode(path) -> None:
-    """mkstemp makes 0600 files; give them the usual umask-based mode instead.
-
-    The umask is read from /proc (Linux) rather than by os.umask(), which would
-    briefly change it for every thread of the process; elsewhere 022 is assumed.
-    """
-    mask = 0o022
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    mask = int(line.split()[1], 8)
-                    break
-    except (OSError, ValueError):
-        pass
-    try:
-        os.chmod(path, 0o666 & ~mask)
-    except OSError:
-        pass
-
-
-def sha256_file(path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def atomic_write(path, write) -> None:
-    """Call ``write(tmp_path)`` then rename over ``path``: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        give_usual_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save_weights(module_or_sd, path, config: dict, kind: str, dtype: Optional[torch.dtype] = torch.float16) -> None:
     """safetensors file with ``{"kind": ..., "config": json}`` metadata."""
-    from safetensors.torch import save_file
-
     sd = module_or_sd.state_dict() if isinstance(module_or_sd, torch.nn.Module) else module_or_sd
     out = {}
     for k, v in sd.items():
@@ -198,8 +148,6 @@ def save_weights(module_or_sd, path, config: dict, kind: str, dtype: Optional[to
 
 def load_weights(path, kind: Optional[str] = None):
     """→ (state_dict in fp32, config dict). Checks the file's kind when given."""
-    from safetensors import safe_open
-
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such weights file")

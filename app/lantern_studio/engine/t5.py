@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from .checkpoints import CheckpointError
 from .text import CaptionConditioner, left_pad
 
 _URL = re.compile(r"\b((?:https?:(?:/{1,3}|[a-zA-Z0-9%])|[a-zA-Z0-9.\-]+[.](?:com|co|ru|net|org|edu|gov|it)[\w/-]*\b/?(?!@)))")
@@ -80,8 +81,6 @@ class FlanT5Encoder:
         self.folder = Path(folder)
         cfg_path = self.folder / "config.json"
         if not cfg_path.is_file():
-            from .checkpoints import CheckpointError
-
             raise CheckpointError(f"{self.folder}: no config.json (not a T5 model folder)")
         self.config = json.loads(cfg_path.read_text())
         self.dim = int(self.config["d_model"])
@@ -115,11 +114,10 @@ class FlanT5Encoder:
     def load(self) -> "FlanT5Encoder":
         with self._lock:
             if self._model is None:
-                try:
+                try:  # here, not at the top: transformers takes seconds to import and most models never need T5
                     from transformers import AutoTokenizer, T5EncoderModel
                 except ImportError as e:
                     raise RuntimeError(f"the FLAN-T5 text encoder needs the 'transformers' package: {e}") from None
-                from .checkpoints import CheckpointError
 
                 try:
                     self._tok = AutoTokenizer.from_pretrained(str(self.folder), local_files_only=True)

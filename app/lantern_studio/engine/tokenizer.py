@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,7 +26,11 @@ from typing import Any, Mapping
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
 from .checkpoints import describe_mismatch as _describe_mismatch
+from .files import atomic_write
 
 __all__ = [
     "VQArgs",
@@ -586,13 +589,10 @@ def load_llamagen_vq(path: str | os.PathLike, *, map_location: str | torch.devic
 def save_vq(model: VQModel, args: VQArgs | None, path: str | os.PathLike,
             *, dtype: torch.dtype = torch.float16, metadata: Mapping[str, str] | None = None) -> Path:
     """Write weights as safetensors (fp16 by default) with the VQArgs in the metadata, atomically."""
-    from safetensors.torch import save_file
-
     if dtype not in (torch.float16, torch.float32, torch.bfloat16):
         raise ValueError(f"dtype: must be float16, bfloat16 or float32, got {dtype}")
     args = model.args if args is None else args
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {}
     for k, v in model.state_dict().items():
         v = v.detach().to("cpu")
@@ -601,22 +601,11 @@ def save_vq(model: VQModel, args: VQArgs | None, path: str | os.PathLike,
         tensors[k] = v.contiguous()
     meta = {str(k): str(v) for k, v in (metadata or {}).items()}
     meta.update({"format": _FORMAT, "format_version": _FORMAT_VERSION, "vq_args": args.to_json()})
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=meta)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
 
 def read_vq_args(path: str | os.PathLike) -> tuple[VQArgs, dict[str, str]]:
     """The VQArgs and the raw metadata stored in one of our safetensors files."""
-    from safetensors import safe_open
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such tokenizer file")
@@ -637,8 +626,6 @@ def read_vq_args(path: str | os.PathLike) -> tuple[VQArgs, dict[str, str]]:
 def load_vq(path: str | os.PathLike, *, device: str | torch.device = "cpu",
             dtype: torch.dtype = torch.float32) -> VQModel:
     """Load a tokenizer written by :func:`save_vq` (eval mode)."""
-    from safetensors.torch import load_file
-
     path = Path(path)
     args, _ = read_vq_args(path)
     try:

@@ -44,21 +44,20 @@ import fnmatch
 import json
 import math
 import os
-import platform
-import shlex
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ..reports import machine_info, reference_of
+
 SCHEMA = "lantern-studio-bench/2"
 EXIT_BAD_INPUT = 2
 
-# The default grid (DESIGN.md; the LANTERN paper sweeps k and δ the same way).
+# The default grid (docs/bench.md, "Methods"; the LANTERN paper sweeps k and δ the same way).
 LANTERN_KS = (16, 64, 256)
 LANTERN_DELTAS = (0.05, 0.1, 0.2, 0.4)
 PLUS_K = 64
@@ -289,7 +288,7 @@ class Quality:
 
 
 def _load_dataset_quietly(data_dir):
-    from ..training.data import DatasetError, load_dataset
+    from ..models.dataset import DatasetError, load_dataset
 
     try:
         return load_dataset(data_dir)
@@ -324,7 +323,7 @@ def load_quality(folder: Optional[Path], dataset=None) -> Quality:
             q.notes.append(f"{feats_path.name}: shape {f.shape} does not fit the recogniser "
                            f"({q.recogniser.feature_dim} features); ignored")
     if q.real_features is None and isinstance(dataset, tuple):
-        from ..training.data import split_indices
+        from ..models.dataset import split_indices
 
         images, meta, _ = dataset
         idx = split_indices(meta, "heldout")
@@ -430,15 +429,6 @@ def _q(values, q):
 
 def _ratio(a, b):
     return a / b if b else None
-
-
-def reference_of(rows: Sequence[dict]) -> Optional[dict]:
-    """The report row speed-ups are measured against: the vanilla row marked as the
-    reference (the fastest vanilla precision), else the first vanilla row."""
-    rows = list(rows)
-    return (next((r for r in rows if r.get("reference")), None)
-            or next((r for r in rows if r.get("family") == "vanilla"), None)
-            or next((r for r in rows if r.get("name") == "vanilla"), None))  # schema-1 reports
 
 
 def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int = 0, *,
@@ -655,35 +645,6 @@ def pick_default(results, max_fidelity_drop: float = 0.03) -> Optional[dict]:
 # --------------------------------------------------------------------------- output
 
 
-def machine_info() -> dict:
-    import torch
-
-    from .. import __version__
-
-    cpu = None
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu or platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "interop_threads": torch.get_num_interop_threads(),
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "lantern_studio": __version__,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": shlex.join(["lantern-studio"] + sys.argv[1:]) if sys.argv else None,
-    }
-
-
 def _f(x, spec=".2f", none="—"):
     return none if x is None else format(x, spec)
 
@@ -733,7 +694,7 @@ def format_table(report: dict) -> str:
 
 
 def write_csv(report: dict, path) -> Path:
-    from ..engine.checkpoints import atomic_write
+    from ..engine.files import atomic_write
 
     def write(tmp):
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
@@ -747,7 +708,7 @@ def write_csv(report: dict, path) -> Path:
 
 
 def write_json(report: dict, path) -> Path:
-    from ..engine.checkpoints import atomic_write
+    from ..engine.files import atomic_write
 
     clean = {k: v for k, v in report.items() if not k.startswith("_")}
     atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(clean, indent=2, default=str), encoding="utf-8"))

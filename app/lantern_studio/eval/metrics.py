@@ -1,7 +1,8 @@
 """Quality metrics for generated emoji, built on the subgroup recogniser.
 
 * :class:`Recogniser` — the trained CNN (``lantern-studio train recogniser``):
-  class probabilities and penultimate features of uint8 images.
+  class probabilities and penultimate features of uint8 images (it lives in
+  models/recogniser.py, with the model folders that ship it; re-exported here).
 * :func:`prompt_subgroup` — which subgroup a prompt asks for, from the
   dataset metadata.
 * :func:`prompt_fidelity` — top-5 accuracy of generated images against their
@@ -20,13 +21,13 @@ symmetric eigendecomposition.
 from __future__ import annotations
 
 import math
-import os
 import re
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import torch
+
+from ..models.recogniser import Recogniser
 
 __all__ = [
     "Recogniser",
@@ -37,84 +38,6 @@ __all__ = [
     "feature_stats",
     "score_image",
 ]
-
-
-# --------------------------------------------------------------------------
-# the recogniser
-# --------------------------------------------------------------------------
-
-
-class Recogniser:
-    """A trained subgroup recogniser. Inference only, CPU by default, fp32.
-
-    Images are uint8 ``(B, H, W, 3)`` (or one ``(H, W, 3)``) on white; sizes
-    other than the trained one (64) are resized with antialiasing.
-    """
-
-    def __init__(self, net: "torch.nn.Module", config: dict[str, Any], path: Path | None = None,
-                 device: str | torch.device = "cpu"):
-        self.net = net.eval().to(device)
-        self.config = config
-        self.path = path
-        self.device = torch.device(device)
-        self.classes: list[str] = list(net.config.classes)
-        self.index: dict[str, int] = {c: i for i, c in enumerate(self.classes)}
-        self.feature_dim: int = int(net.config.feature_dim)
-        self.image_size: int = int(net.config.image_size)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike, device: str | torch.device = "cpu") -> "Recogniser":
-        """Read a ``recogniser.safetensors`` file (raises CheckpointError naming the file)."""
-        from lantern_studio.training.recogniser import load_recogniser_net
-
-        net, config = load_recogniser_net(path)
-        return cls(net, config, Path(path), device)
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.classes)
-
-    def class_index(self, name: str) -> int:
-        try:
-            return self.index[name]
-        except KeyError:
-            raise ValueError(f"subgroup {name!r} is not one of the recogniser's {self.num_classes} classes") from None
-
-    @torch.no_grad()
-    def _run(self, images, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        from lantern_studio.training.recogniser import to_input
-
-        arr = images if isinstance(images, torch.Tensor) else np.asarray(images)
-        if arr.ndim == 3:
-            arr = arr[None]
-        if len(arr) == 0:
-            return torch.zeros(0, self.num_classes), torch.zeros(0, self.feature_dim)
-        probs, feats = [], []
-        for i in range(0, len(arr), batch_size):
-            x = to_input(arr[i:i + batch_size], self.image_size).to(self.device)
-            logits, f = self.net(x, return_features=True)
-            probs.append(torch.softmax(logits.float(), dim=1).cpu())
-            feats.append(f.float().cpu())
-        return torch.cat(probs), torch.cat(feats)
-
-    def predict(self, images, batch_size: int = 128) -> np.ndarray:
-        """→ class probabilities, (B, C) float32, columns in :attr:`classes` order."""
-        return self._run(images, batch_size)[0].numpy()
-
-    def features(self, images, batch_size: int = 128) -> np.ndarray:
-        """→ penultimate features, (B, feature_dim) float32 (for Fréchet distances)."""
-        return self._run(images, batch_size)[1].numpy()
-
-    def predict_and_features(self, images, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-        p, f = self._run(images, batch_size)
-        return p.numpy(), f.numpy()
-
-    def top_k(self, images, k: int = 5) -> list[list[tuple[str, float]]]:
-        """Per image, the ``k`` most likely subgroups with their probabilities."""
-        probs = self.predict(images)
-        k = max(1, min(k, self.num_classes))
-        order = np.argsort(-probs, axis=1)[:, :k]
-        return [[(self.classes[j], float(p[j])) for j in row] for p, row in zip(probs, order)]
 
 
 # --------------------------------------------------------------------------

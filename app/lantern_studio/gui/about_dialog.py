@@ -11,14 +11,13 @@ from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget
 
 from ..about import about_text
+from ..paths import resources_dir
 
 ICON_SIZES = (16, 32, 48, 64, 128, 256)
 
 
 def icons_dir() -> Optional[Path]:
     try:
-        from ..paths import resources_dir
-
         d = resources_dir() / "icons"
         return d if d.is_dir() else None
     except Exception:  # noqa: BLE001

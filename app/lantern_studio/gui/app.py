@@ -7,10 +7,12 @@ import sys
 from typing import Optional
 
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
+from ..paths import APPLICATION, ORGANISATION, ensure_app_names
 from . import theme
-from .storage import APPLICATION, ORGANISATION, ensure_app_names
+from .about_dialog import app_icon
 
 
 def application(argv=None) -> QApplication:
@@ -22,10 +24,6 @@ def application(argv=None) -> QApplication:
         app = QApplication(list(argv) if argv is not None else sys.argv[:1])
     ensure_app_names()
     theme.apply(app)
-    from PySide6.QtGui import QGuiApplication
-
-    from .about_dialog import app_icon
-
     QGuiApplication.setDesktopFileName("io.github.lanternstudio.LanternStudio")
     icon = app_icon()
     if icon is not None and not icon.isNull():
@@ -36,6 +34,7 @@ def application(argv=None) -> QApplication:
 def create_main_window(model: Optional[str] = None):
     """The studio window (not shown yet); needs / creates the QApplication."""
     application()
+    # here, not at the top: the window brings the models and torch, which application() alone does not need
     from .main_window import MainWindow
 
     return MainWindow(model=model)

@@ -3,7 +3,6 @@ and dragging the picture out as a PNG."""
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
 from typing import Callable, Optional
@@ -16,12 +15,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..engine.decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECISION_NAMES
 from . import tooltips as tt
 from .jobs import UNFILLED, Frame
 
-# overlay colours by decision (engine.acceptance: 0 target, 1 exact, 2 relaxed)
-DECISION_COLOURS = {0: QColor(80, 140, 255, 105), 1: QColor(60, 200, 120, 105), 2: QColor(255, 150, 40, 125)}
-DECISION_LABELS = {0: "target", 1: "exact", 2: "relaxed"}
+# overlay colours by how the engine decided each token
+DECISION_COLOURS = {BY_TARGET: QColor(80, 140, 255, 105), ACCEPTED_EXACT: QColor(60, 200, 120, 105),
+                    ACCEPTED_RELAXED: QColor(255, 150, 40, 125)}
 ZOOMS = ("fit", 1, 2, 3, 4, 5, 6, 7, 8)
 
 
@@ -174,7 +174,7 @@ class Canvas(QWidget):
         leg = QHBoxLayout(self.legend)
         leg.setContentsMargins(6, 0, 0, 0)
         leg.setSpacing(10)
-        for d, name in DECISION_LABELS.items():
+        for d, name in DECISION_NAMES.items():
             c = DECISION_COLOURS[d]
             sw = QLabel()
             sw.setFixedSize(QSize(12, 12))
@@ -241,8 +241,3 @@ class Canvas(QWidget):
 
     def qimage(self) -> Optional[QImage]:
         return self.view.qimage
-
-
-def slug(text: str, limit: int = 40) -> str:
-    s = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
-    return (s[:limit].rstrip("-") or "image")

@@ -25,7 +25,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..export import read_png_record, save_png
+from ..export import read_png_record, save_png, slug
 
 COLUMNS = ("id", "created", "prompt", "model", "path", "record", "decisions")
 STALE_TEMP_SECONDS = 60.0  # an in-flight export is younger than this (a second studio may be writing)
@@ -153,8 +153,6 @@ class HistoryStore:
         self.db.close()
 
     def _new_path(self, prompt: str) -> Path:
-        from .canvas import slug
-
         stamp = time.strftime("%Y%m%d-%H%M%S")
         base = f"{stamp}-{slug(prompt, 32)}"
         path, i = self.images / f"{base}.png", 1

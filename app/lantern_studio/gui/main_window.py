@@ -23,11 +23,11 @@ from PySide6.QtWidgets import (
 
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
-from ..export import ExportError, save_png
+from ..export import ExportError, save_png, slug
 from ..models import BUNDLED_NAME
 from ..paths import cache_dir
 from .banner import Banner
-from .canvas import Canvas, slug
+from .canvas import Canvas
 from .chart import TradeoffChart
 from .controls import OPEN_FOLDER, ControlsPanel
 from .export_bar import ExportBar

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import json
 import threading
 from dataclasses import dataclass
@@ -34,9 +35,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Optional
 
-from ..engine.checkpoints import CheckpointError
+import torch
+import torch.nn as nn
+from safetensors.torch import load_file
+
+from ..engine.checkpoints import CheckpointError, load_llamagen_gpt, load_state_strict
+from ..engine.drafters import EagleHead
+from ..engine.model import GPT_PRESETS, ModelArgs
+from ..engine.pipeline import ImagePipeline
 from ..engine.settings import GenerationSettings
-from .hub import HubFile, cached_path, format_size, missing
+from ..engine.t5 import FlanT5Encoder, T5CaptionConditioner
+from ..engine.text import ClassConditioner
+from ..engine.tokenizer import load_llamagen_vq
+from ..paths import cache_dir
+from .hub import HubFile, cached_path, download_files, format_size, missing, remove_files
+from .local import load_eagle
 
 LLAMAGEN_README = "https://github.com/FoundationVision/LlamaGen/blob/main/README.md"
 C2I_REPO = "FoundationVision/LlamaGen"
@@ -116,8 +129,6 @@ class Entry:
 
     def args(self):
         """The resolved ModelArgs (preset sizes + the entry's fields)."""
-        from ..engine.model import GPT_PRESETS, ModelArgs
-
         d = dict(self.model_args)
         preset = d.pop("preset", None)
         if preset is not None:
@@ -237,8 +248,6 @@ def get_entry(name: str) -> Entry:
     low = {k.lower(): v for k, v in CATALOGUE.items()}
     if str(name).lower() in low:
         return low[str(name).lower()]
-    import difflib
-
     close = difflib.get_close_matches(str(name), list(CATALOGUE), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(CATALOGUE)}"
     raise KeyError(f"no catalogue model named {name!r}{hint}")
@@ -263,8 +272,6 @@ def imagenet_class_names() -> tuple:
 
 def drafter_path(name: str) -> Path:
     """Where a self-distilled EAGLE drafter for a catalogue model lives (our cache, not the HF cache)."""
-    from ..paths import cache_dir
-
     return cache_dir() / "drafters" / get_entry(name).name / "eagle.safetensors"
 
 
@@ -313,16 +320,12 @@ def shared_files(name: str) -> list:
 
 def download(name: str, progress=None, cancel=None) -> dict:
     """Fetch an entry's files into the HF cache (see hub.download_files)."""
-    from .hub import download_files
-
     return download_files(get_entry(name).files, progress=progress, cancel=cancel)
 
 
 def remove(name: str, dry_run: bool = False) -> int:
     """Delete an entry's files from the HF cache, keeping files another installed entry needs,
     and its self-distilled drafter. Returns bytes freed."""
-    from .hub import remove_files
-
     e = get_entry(name)
     freed = remove_files(e.files, keep=shared_files(e.name), dry_run=dry_run)
     d = drafter_path(e.name)
@@ -341,8 +344,6 @@ _T5_LOCK = threading.Lock()
 
 def text_encoder(entry: Entry, device: Optional[str] = None):
     """The entry's FLAN-T5 encoder from the local cache (one instance per folder and device)."""
-    from ..engine.t5 import FlanT5Encoder
-
     spec = entry.text_encoder
     paths = local_files(entry.name)
     folder = paths[spec.folder_file].parent
@@ -355,12 +356,8 @@ def text_encoder(entry: Entry, device: Optional[str] = None):
 
 
 def make_conditioner(entry: Entry, device: Optional[str] = None):
-    from ..engine.text import ClassConditioner
-
     if entry.kind == "c2i":
         return ClassConditioner(list(entry.class_names or imagenet_class_names()))
-    from ..engine.t5 import T5CaptionConditioner
-
     return T5CaptionConditioner(text_encoder(entry, device), entry.args().cls_token_num)
 
 
@@ -372,12 +369,6 @@ def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter
     device runs it natively (engine/precision.py), else fp32. A self-distilled drafter (see
     training.self_distill) is attached when present.
     """
-    from ..engine.checkpoints import load_llamagen_gpt
-    from ..engine.pipeline import ImagePipeline
-    from ..engine.tokenizer import load_llamagen_vq
-    from ..paths import cache_dir
-    from .local import load_eagle
-
     e = get_entry(name)
     paths = local_files(e.name)
     gpt = load_llamagen_gpt(paths[e.gpt], **dict(e.model_args))
@@ -412,8 +403,6 @@ def lantern_drafter_to_eagle(sd: dict, dim: int) -> tuple:
     weight's column halves swap); q/k/v are separate (ours fused ``wqkv``); layer 0 has no input
     norm (an identity); ``gate/up/down_proj`` → ``w1/w3/w2``.
     """
-    import torch
-
     sd = {k.removeprefix("module."): v for k, v in sd.items()}
     layers = {k.split(".")[1] for k in sd if k.startswith("layers.")}
     if layers != {"0"}:
@@ -456,12 +445,6 @@ def load_lantern_drafter(folder_or_file, gpt_config):
     (ours uses the target's), and pairs with ``jadohu/LlamaGen-T2I`` (an HF conversion of the
     stage-1 model). Measure acceptance before relying on it.
     """
-    import torch
-    import torch.nn as nn
-
-    from ..engine.checkpoints import load_state_strict
-    from ..engine.drafters import EagleHead
-
     path = Path(folder_or_file)
     cfg = {}
     if path.is_dir():
@@ -471,8 +454,6 @@ def load_lantern_drafter(folder_or_file, gpt_config):
     if not path.is_file():
         raise CheckpointError(f"{path}: no such drafter file")
     if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
         sd = load_file(str(path))
     else:
         try:

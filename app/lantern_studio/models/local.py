@@ -19,7 +19,8 @@ from typing import Optional
 
 import torch
 
-from ..engine.checkpoints import CheckpointError, atomic_write, sha256_file, load_gpt, load_weights, save_gpt, save_weights
+from ..engine.checkpoints import CheckpointError, load_gpt, load_weights, save_gpt, save_weights
+from ..engine.files import atomic_write, sha256_file
 from ..engine.drafters import EagleHead
 from ..engine.pipeline import ImagePipeline
 from ..engine.settings import GenerationSettings

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .recogniser import Recogniser
+
 
 class PromptScorer:
     def __init__(self, folder: Path, manifest: dict, conditioner=None):
@@ -29,8 +31,6 @@ class PromptScorer:
     def recogniser(self):
         with self._lock:
             if self._rec is None:
-                from ..eval.metrics import Recogniser
-
                 self._rec = Recogniser.load(self.folder / self.manifest["recogniser"])
             return self._rec
 

@@ -10,13 +10,12 @@ import torch
 from ..engine.drafters import EagleHead
 from ..engine.model import ModelArgs, Transformer
 from ..engine.settings import GenerationSettings
+from ..engine.tokenizer import VQArgs, VQModel
 from .local import save_model_dir
 
 
 def build_tiny_model_dir(folder, seed: int = 0, vocab: int = 64, grid: int = 8, dim: int = 64, layers: int = 2,
                          model_type: str = "t2i", eagle: bool = True) -> Path:
-    from ..engine.tokenizer import VQArgs, VQModel
-
     torch.manual_seed(seed)
     levels = {4: 5, 8: 4, 16: 3}[grid]  # 64 px / 2**(levels-1) = grid
     vq_args = VQArgs(codebook_size=vocab, codebook_embed_dim=4, encoder_ch_mult=[1] * levels,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from ..engine.checkpoints import atomic_write
+from ..engine.files import atomic_write
 
 
 class RunLog:

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -44,25 +42,23 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from lantern_studio import paths
-from ..engine.checkpoints import sha256_file
+from ..engine.files import atomic_write, sha256_file
+# the folder format lives with its readers (models/dataset.py); its names stay importable from here
+from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS,  # noqa: F401
+                              DatasetError, default_out_dir, load_dataset, split_indices)
 from . import iconify
+from .iconify import compose_on_white
 
 # --------------------------------------------------------------------------- #
 # Constants
 # --------------------------------------------------------------------------- #
 
 FORMAT_VERSION = 2
-DATASET_NAME = "emoji64"
-IMAGE_SIZE = 64
 VENDORS = ("google", "twitter")  # the PNG styles of emoji-datasource
 HELDOUT_FRACTION = 0.04
-SPLITS = ("train", "heldout")
 # Salt of the split hash; changing it reshuffles which identities are held out.
 SPLIT_SALT = "lantern-studio/emoji64/split/v1"
 
-IMAGES_FILE = "images.npy"
-META_FILE = "meta.jsonl"
-MANIFEST_FILE = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -125,10 +121,6 @@ SKIN_TONES = {
 NPM_MISSING = "npm is required to fetch the emoji packages; install Node.js/npm"
 
 
-class DatasetError(RuntimeError):
-    """A dataset build or load failed for a reason the user can act on."""
-
-
 # --------------------------------------------------------------------------- #
 # Small helpers
 # --------------------------------------------------------------------------- #
@@ -138,31 +130,8 @@ def default_packages_dir() -> Path:
     return paths.data_dir() / "packages"
 
 
-def default_out_dir() -> Path:
-    return paths.data_dir() / DATASET_NAME
-
-
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _atomic_write(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:
-    """Write through a temporary file in the same folder, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A fresh exclusive name (not mkstemp, which would make the file 0600).
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:
-        with open(tmp, "xb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def normalize_code(code: str) -> str:
@@ -235,19 +204,6 @@ def skin_tone_words(key: str) -> str:
     if len(set(words)) == 1:
         return words[0]
     return ", ".join(words)
-
-
-def compose_on_white(image: Any, size: int = IMAGE_SIZE) -> np.ndarray:
-    """Alpha-composite a PIL image (any mode) on white → (size, size, 3) uint8."""
-    from PIL import Image
-
-    rgba = image.convert("RGBA")
-    if rgba.size != (size, size):
-        rgba = rgba.resize((size, size), Image.LANCZOS)
-    arr = np.asarray(rgba, dtype=np.uint16)
-    rgb, alpha = arr[..., :3], arr[..., 3:4]
-    out = (rgb * alpha + 255 * (255 - alpha) + 127) // 255
-    return out.astype(np.uint8)
 
 
 # --------------------------------------------------------------------------- #
@@ -646,9 +602,9 @@ def build_from_extracted(
         (out_dir / MANIFEST_FILE).unlink()
     except FileNotFoundError:
         pass
-    _atomic_write(out_dir / IMAGES_FILE, lambda fh: np.save(fh, images, allow_pickle=False))
+    atomic_write(out_dir / IMAGES_FILE, lambda p: np.save(p, images, allow_pickle=False), durable=True)
     meta_bytes = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in meta).encode("utf-8")
-    _atomic_write(out_dir / META_FILE, lambda fh: fh.write(meta_bytes))
+    atomic_write(out_dir / META_FILE, lambda p: Path(p).write_bytes(meta_bytes), durable=True)
 
     if packages is None:
         packages = []
@@ -696,7 +652,7 @@ def build_from_extracted(
         },
     }
     manifest_bytes = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    _atomic_write(out_dir / MANIFEST_FILE, lambda fh: fh.write(manifest_bytes))
+    atomic_write(out_dir / MANIFEST_FILE, lambda p: Path(p).write_bytes(manifest_bytes), durable=True)
     if progress:
         _log(
             f"[data] wrote {counts['total']} images ({counts['train']} train, "
@@ -793,46 +749,6 @@ def build(
             icon_dirs=icon_dirs,
             progress=progress,
         )
-
-
-def load_dataset(
-    path: str | os.PathLike | None = None, *, verify: bool = False
-) -> tuple[np.ndarray, list[dict[str, Any]], dict[str, Any]]:
-    """Load (images (N, 64, 64, 3) uint8, meta rows, manifest) from a built dataset.
-
-    ``verify=True`` also checks the files' sha256 against the manifest.
-    """
-    path = Path(path) if path is not None else default_out_dir()
-    manifest_path = path / MANIFEST_FILE
-    if not manifest_path.is_file():
-        raise DatasetError(
-            f"no complete dataset at {path} (no {MANIFEST_FILE}); build it with "
-            "`lantern-studio train data`"
-        )
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    if verify:
-        for name in (IMAGES_FILE, META_FILE):
-            want = ((manifest.get("files") or {}).get(name) or {}).get("sha256")
-            got = sha256_file(path / name)
-            if got != want:
-                raise DatasetError(f"{path / name} does not match the manifest (sha256 {got} != {want})")
-    images = np.load(path / IMAGES_FILE, allow_pickle=False)
-    with open(path / META_FILE, encoding="utf-8") as fh:
-        meta = [json.loads(line) for line in fh if line.strip()]
-    if images.ndim != 4 or images.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE, 3) or images.dtype != np.uint8:
-        raise DatasetError(f"{path / IMAGES_FILE}: unexpected array {images.dtype} {images.shape}")
-    if len(meta) != images.shape[0]:
-        raise DatasetError(
-            f"{path}: {len(meta)} meta rows but {images.shape[0]} images; rebuild with --force"
-        )
-    return images, meta, manifest
-
-
-def split_indices(meta: list[dict[str, Any]], split: str) -> np.ndarray:
-    """Row indices (int64, ascending) of ``split`` ('train' or 'heldout')."""
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    return np.array([i for i, m in enumerate(meta) if m.get("split") == split], dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- #

@@ -19,40 +19,14 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from ..engine.checkpoints import load_gpt, load_state_strict, load_weights, save_weights
 from ..engine.drafters import EagleHead
-from ..engine.sampling import guided_logits
 from ..paths import runs_dir
+from . import self_distill
 from .ar import batch_from
 from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
-
-
-def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, gen=None):
-    """→ (feature loss, distribution loss, top-1 agreement) for one batch."""
-    cond = torch.cat([emb, gpt.null_condition(emb)])
-    cmask = None if mask is None else torch.cat([mask, mask])
-    idx = torch.cat([tok, tok])
-    with torch.no_grad():
-        logits_t, feats = gpt.teacher_forced_logits(idx[:, :-1], cond, cmask, return_features=True)
-        # feats row t = f_{t-1} (row 0: last prefix position); logits row t predicts x_t
-    inp = feats[:, :-1]  # f_{-1} .. f_{T-2}
-    target_f = feats[:, 1:]  # f_0 .. f_{T-1}
-    if noise > 0:
-        inp = inp + ((torch.rand(inp.shape, generator=gen) - 0.5) * 2 * noise).to(inp.device, inp.dtype)
-    s = inp.shape[1]
-    p0 = gpt.cls_token_num
-    rope = gpt.rope[p0 : p0 + s]
-    pred = head(inp, gpt.tok_embeddings(idx[:, :s]), rope)  # causal (mask None)
-    loss_f = F.smooth_l1_loss(pred, target_f)
-    d_logits = gpt.output(pred).float()
-    t_logits = logits_t[:, 1:]
-    dg = guided_logits(d_logits, cfg_scale)
-    tg = guided_logits(t_logits, cfg_scale)
-    loss_p = F.kl_div(dg.log_softmax(-1), tg.log_softmax(-1), log_target=True, reduction="batchmean") / s
-    agree = (dg.argmax(-1) == tg.argmax(-1)).float().mean()
-    return loss_f, loss_p, agree
+from .drafter_loss import drafter_losses
 
 
 def train(args) -> dict:
@@ -162,8 +136,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     if args.model:
-        from . import self_distill
-
         ns = argparse.Namespace(name=args.model, steps=args.steps, sequences=args.sequences, batch=args.batch,
                                 lr=args.lr, prompts=args.prompts_file, out=args.out, device=args.device,
                                 seed=args.seed)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
+from PIL import Image
 
 
 class IconSetError(RuntimeError):
@@ -166,16 +167,27 @@ def rasterize(svg: str, size: int = 64) -> np.ndarray:
         import resvg_py
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise IconSetError("resvg-py is needed to render SVG emoji: pip install resvg-py") from exc
-    from PIL import Image
-
-    from .data import compose_on_white
-
     try:
         png = resvg_py.svg_to_bytes(svg_string=svg, width=size, height=size, skip_system_fonts=True)
     except (ValueError, RuntimeError) as exc:
         raise IconSetError(f"resvg could not render the icon: {exc}") from exc
     with Image.open(io.BytesIO(bytes(png))) as im:
         return compose_on_white(im, size)
+
+
+def compose_on_white(image: Any, size: int = 64) -> np.ndarray:
+    """Alpha-composite a PIL image (any mode) on white → (size, size, 3) uint8.
+
+    Every rendering of the dataset ends here, the emoji-datasource PNGs
+    (training/data.py) and the Iconify SVGs alike.
+    """
+    rgba = image.convert("RGBA")
+    if rgba.size != (size, size):
+        rgba = rgba.resize((size, size), Image.LANCZOS)
+    arr = np.asarray(rgba, dtype=np.uint16)
+    rgb, alpha = arr[..., :3], arr[..., 3:4]
+    out = (rgb * alpha + 255 * (255 - alpha) + 127) // 255
+    return out.astype(np.uint8)
 
 
 def sets_by_package() -> dict[str, IconSet]:

@@ -32,7 +32,7 @@ only on the dataset's real images, never on generated ones.
   fp16 safetensors ``recogniser.safetensors`` (kind ``recogniser``; config JSON
   in the metadata: class names, feature dim, architecture sizes) and
   ``metrics.json`` (held-out top-1 / top-5, train accuracy, steps, wall
-  seconds, params). Load it with :class:`lantern_studio.eval.metrics.Recogniser`.
+  seconds, params). Load it with :class:`lantern_studio.models.recogniser.Recogniser`.
 """
 
 from __future__ import annotations
@@ -43,16 +43,19 @@ import os
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from lantern_studio import paths
+# the network, its input convention and its weights file are the shipped inference side (models/recogniser.py)
+from ..models.recogniser import (ARCH, KIND, RecogniserConfig, RecogniserNet, load_recogniser_net,  # noqa: F401
+                                 save_recogniser, to_input)
+from ..models.dataset import DatasetError, default_out_dir, load_dataset
 from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
@@ -76,131 +79,11 @@ __all__ = [
     "main",
 ]
 
-KIND = "recogniser"
-ARCH = "lantern-recogniser-cnn-v1"
 CHECKPOINT_NAME = "checkpoint.pt"
 WEIGHTS_NAME = "recogniser.safetensors"
 METRICS_NAME = "metrics.json"
 LOG_NAME = "train.log"
 _CKPT_FORMAT = "lantern-studio/recogniser-checkpoint"
-
-
-# --------------------------------------------------------------------------
-# network
-# --------------------------------------------------------------------------
-
-
-@dataclass
-class RecogniserConfig:
-    """Architecture and labels; stored as JSON in the weights file's metadata."""
-
-    classes: list[str]
-    image_size: int = 64
-    stem: int = 32
-    widths: list[int] = field(default_factory=lambda: [64, 128, 192])
-    feature_dim: int = 128
-    dropout: float = 0.1
-    label: str = "subgroup"
-    arch: str = ARCH
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.classes)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["num_classes"] = self.num_classes
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RecogniserConfig":
-        if not isinstance(d, dict):
-            raise ValueError("recogniser config must be a JSON object")
-        if d.get("arch", ARCH) != ARCH:
-            raise ValueError(f"unknown recogniser architecture {d.get('arch')!r} (this version reads {ARCH!r})")
-        classes = d.get("classes")
-        if not isinstance(classes, list) or not classes or not all(isinstance(c, str) for c in classes):
-            raise ValueError("recogniser config: 'classes' must be a non-empty list of names")
-        if len(set(classes)) != len(classes):
-            raise ValueError("recogniser config: 'classes' has duplicates")
-        known = {"classes", "image_size", "stem", "widths", "feature_dim", "dropout", "label", "arch"}
-        kw = {k: v for k, v in d.items() if k in known}
-        cfg = cls(**kw)
-        cfg.widths = [int(w) for w in cfg.widths]
-        if cfg.image_size < 8 or cfg.stem < 1 or not cfg.widths or min(cfg.widths) < 1 or cfg.feature_dim < 1:
-            raise ValueError(f"recogniser config: bad sizes {kw}")
-        return cfg
-
-
-class _Stage(nn.Module):
-    """Strided conv (downsample) + one residual 3×3 conv, BatchNorm + ReLU."""
-
-    def __init__(self, cin: int, cout: int):
-        super().__init__()
-        self.down = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a = F.relu(self.bn1(self.down(x)))
-        return F.relu(a + self.bn2(self.conv(a)))
-
-
-class RecogniserNet(nn.Module):
-    """(B, 3, S, S) float in [-1, 1] → logits (B, C); ``features`` → (B, feature_dim)."""
-
-    def __init__(self, config: RecogniserConfig):
-        super().__init__()
-        self.config = config
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, config.stem, 3, stride=2, padding=1, bias=False),
-            nn.BatchNorm2d(config.stem),
-            nn.ReLU(inplace=True),
-        )
-        chans = [config.stem, *config.widths]
-        self.stages = nn.Sequential(*[_Stage(a, b) for a, b in zip(chans[:-1], chans[1:])])
-        self.feature = nn.Linear(chans[-1], config.feature_dim)
-        self.dropout = nn.Dropout(config.dropout)
-        self.head = nn.Linear(config.feature_dim, config.num_classes)
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        """Penultimate features (pre-activation output of the feature layer)."""
-        h = self.stages(self.stem(x))
-        return self.feature(h.mean(dim=(2, 3)))
-
-    def forward(self, x: torch.Tensor, return_features: bool = False):
-        f = self.features(x)
-        logits = self.head(self.dropout(F.relu(f)))
-        return (logits, f) if return_features else logits
-
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
-
-def to_input(images: np.ndarray | torch.Tensor, image_size: int = 64) -> torch.Tensor:
-    """(B, H, W, 3) or (H, W, 3) uint8 → (B, 3, image_size, image_size) float in [-1, 1].
-
-    Other sizes are resized with antialiasing (e.g. 256×256 LlamaGen output).
-    """
-    if isinstance(images, torch.Tensor):
-        t = images.detach().cpu()
-    else:
-        arr = np.asarray(images)
-        if arr.dtype != np.uint8:
-            raise ValueError(f"images: expected uint8 pixels, got {arr.dtype}")
-        t = torch.from_numpy(np.ascontiguousarray(arr))
-    if t.dtype != torch.uint8:
-        raise ValueError(f"images: expected uint8 pixels, got {t.dtype}")
-    if t.ndim == 3:
-        t = t.unsqueeze(0)
-    if t.ndim != 4 or t.shape[-1] != 3:
-        raise ValueError(f"images: expected (B, H, W, 3) or (H, W, 3) uint8, got shape {tuple(t.shape)}")
-    x = t.permute(0, 3, 1, 2).float().div_(127.5).sub_(1.0)
-    if x.shape[-2:] != (image_size, image_size):
-        x = F.interpolate(x, size=(image_size, image_size), mode="bilinear", antialias=True,
-                          align_corners=False).clamp_(-1.0, 1.0)
-    return x.contiguous()
 
 
 # --------------------------------------------------------------------------
@@ -259,8 +142,6 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
 
 def load_recogniser_data(data_dir: str | os.PathLike, *, label: str = "subgroup") -> RecogniserData:
     """Load a dataset folder built by ``lantern-studio train data`` (or one in its layout)."""
-    from lantern_studio.training.data import DatasetError, load_dataset
-
     try:
         images, meta, _manifest = load_dataset(data_dir)
     except DatasetError as e:
@@ -354,36 +235,6 @@ def evaluate(model: RecogniserNet, data: RecogniserData, idx: np.ndarray, *, bat
         "top5_identity": t5_id,
         "loss": float(sum(losses) / len(idx)),
     }
-
-
-# --------------------------------------------------------------------------
-# weights
-# --------------------------------------------------------------------------
-
-
-def save_recogniser(model: RecogniserNet, path: str | os.PathLike, dtype: torch.dtype | None = torch.float16,
-                    extra: dict[str, Any] | None = None) -> None:
-    """fp16 safetensors, kind ``recogniser``, config (+ ``extra``) as JSON metadata."""
-    from lantern_studio.engine.checkpoints import save_weights
-
-    config = model.config.to_dict()
-    if extra:
-        config["info"] = extra
-    save_weights(model, path, config, kind=KIND, dtype=dtype)
-
-
-def load_recogniser_net(path: str | os.PathLike) -> tuple[RecogniserNet, dict[str, Any]]:
-    """→ (network in eval mode, fp32; the stored config dict)."""
-    from lantern_studio.engine.checkpoints import CheckpointError, load_state_strict, load_weights
-
-    sd, config = load_weights(path, kind=KIND)
-    try:
-        cfg = RecogniserConfig.from_dict(config)
-    except (TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: bad recogniser configuration ({e})") from None
-    net = RecogniserNet(cfg)
-    load_state_strict(net, sd, path)
-    return net.eval(), config
 
 
 # --------------------------------------------------------------------------
@@ -693,16 +544,10 @@ def _check_args(a: argparse.Namespace) -> None:
     need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
 
 
-def _default_data_dir() -> Path:
-    from lantern_studio.training.data import default_out_dir
-
-    return default_out_dir()
-
-
 def run(args: argparse.Namespace) -> int:
     """Train (or resume, or ``--export``) the recogniser. Returns a process exit code."""
     a = args
-    a.data = Path(a.data) if a.data else _default_data_dir()
+    a.data = Path(a.data) if a.data else default_out_dir()
     a.run = Path(a.run) if a.run else paths.runs_dir() / "recogniser"
     out = Path(a.out) if a.out else a.run / WEIGHTS_NAME
 

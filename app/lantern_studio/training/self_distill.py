@@ -4,7 +4,7 @@ No dataset is needed: the target generates its own sequences with vanilla
 decoding (random classes for class-conditional models, a prompt list for
 text-conditional ones) at its default sampling settings, and an EAGLE head is
 trained on the target's features along those sequences with the same losses as
-the bundled model's drafter (:func:`training.drafter.drafter_losses`: smooth-L1
+the bundled model's drafter (:func:`training.drafter_loss.drafter_losses`: smooth-L1
 on the next feature + KL to the target's guided next-token distribution). This
 is how LANTERN trains its drafters too ("self-distilled data").
 
@@ -18,11 +18,23 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import torch
+from tqdm import tqdm
+
+from ..devices import pick_device
+from ..engine.checkpoints import save_weights
+from ..engine.decode import generate_tokens
+from ..engine.drafters import EagleHead
+from ..engine.precision import cast_transformer as _cast
+from ..models import catalogue, load_pipeline
+from ..models.catalogue import drafter_path
+from .common import cosine_lr
+from .drafter_loss import drafter_losses
 
 DEFAULT_PROMPTS = (
     "a photo of a cat sitting on a windowsill", "a red sports car on a mountain road",
@@ -39,16 +51,12 @@ ProgressFn = Callable[[str, int, int], None]  # (phase "sampling" | "training", 
 
 
 def _resolve(name_or_pipeline, device):
-    from ..models import catalogue
-
     if not isinstance(name_or_pipeline, str):
         pipe = name_or_pipeline
         entry = getattr(pipe, "entry", None)
         return pipe, (entry.name if entry is not None else None)
     if name_or_pipeline in catalogue.CATALOGUE:
         return catalogue.load_pipeline(name_or_pipeline, device=device, drafter=False), name_or_pipeline
-    from ..models import load_pipeline
-
     return load_pipeline(name_or_pipeline, device=device), None
 
 
@@ -60,8 +68,6 @@ def sample_sequences(pipe, n: int, seed: int = 0, prompts: Optional[Sequence[str
     → {"tokens": (n, T) long, "cond": (n,) long or (n, P, D) float, "mask": None or (n, P) bool,
        "prompts": [...]} on the CPU.
     """
-    from ..engine.decode import generate_tokens
-
     gpt = pipe.gpt
     base = settings or pipe.defaults
     base = base.with_(drafter="none", k=0, delta=0.0, lam=None)
@@ -116,39 +122,6 @@ def _batch(data: dict, idx: torch.Tensor, device):
     return tok, emb, mask
 
 
-def _losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, gen, _local: bool = False):
-    """training.drafter.drafter_losses, usable on any device.
-
-    drafter_losses draws its input noise with ``torch.rand(shape, generator=gen)`` — a CPU tensor —
-    so on CUDA/MPS it can't be added to the features. There, the same computation runs here with the
-    noise drawn on the CPU generator and moved to the device (identical on the CPU).
-    """
-    from .drafter import drafter_losses
-
-    if not _local and (tok.device.type == "cpu" or noise <= 0):
-        return drafter_losses(gpt, head, tok, emb, mask, cfg_scale, noise, gen)
-    import torch.nn.functional as F
-
-    from ..engine.sampling import guided_logits
-
-    cond = torch.cat([emb, gpt.null_condition(emb)])
-    cmask = torch.cat([mask, mask])
-    idx = torch.cat([tok, tok])
-    with torch.no_grad():
-        logits_t, feats = gpt.teacher_forced_logits(idx[:, :-1], cond, cmask, return_features=True)
-    inp, target_f = feats[:, :-1], feats[:, 1:]
-    inp = inp + ((torch.rand(inp.shape, generator=gen) - 0.5) * 2 * noise).to(inp.device, inp.dtype)
-    s = inp.shape[1]
-    p0 = gpt.cls_token_num
-    pred = head(inp, gpt.tok_embeddings(idx[:, :s]), gpt.rope[p0 : p0 + s])
-    loss_f = F.smooth_l1_loss(pred, target_f)
-    dg = guided_logits(gpt.output(pred).float(), cfg_scale)
-    tg = guided_logits(logits_t[:, 1:], cfg_scale)
-    loss_p = F.kl_div(dg.log_softmax(-1), tg.log_softmax(-1), log_target=True, reduction="batchmean") / s
-    agree = (dg.argmax(-1) == tg.argmax(-1)).float().mean()
-    return loss_f, loss_p, agree
-
-
 def train_drafter_for_model(
     name_or_pipeline,
     steps: int = 1000,
@@ -175,11 +148,6 @@ def train_drafter_for_model(
     the catalogue's drafter path for catalogue models) and attached to the pipeline
     (``pipe.eagle``), so ``drafter="eagle"`` works right away.
     """
-    from ..engine.checkpoints import save_weights
-    from ..engine.drafters import EagleHead
-    from ..engine.precision import cast_transformer as _cast
-    from ..models.catalogue import drafter_path
-    from .common import cosine_lr
     pipe, name = _resolve(name_or_pipeline, device)
     if out is None:
         if name is None:
@@ -219,7 +187,7 @@ def train_drafter_for_model(
                 gp["lr"] = cosine_lr(step, steps, lr, min(warmup, max(1, steps // 10)))
             idx = train_idx[torch.randint(0, len(train_idx), (min(batch, len(train_idx)),), generator=gen)]
             tok, emb, mask = _batch(data, idx, dev)
-            lf, lp, ag = _losses(gpt, head, tok, emb, mask, cfg, noise, gen)
+            lf, lp, ag = drafter_losses(gpt, head, tok, emb, mask, cfg, noise, gen)
             loss = lf + p_weight * lp
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -234,7 +202,7 @@ def train_drafter_for_model(
         head.eval()
         with torch.no_grad():
             tok, emb, mask = _batch(data, held_idx, dev)
-            lf, lp, ag = _losses(gpt, head, tok, emb, mask, cfg, 0.0, None)
+            lf, lp, ag = drafter_losses(gpt, head, tok, emb, mask, cfg, 0.0, None)
     finally:
         _cast(gpt, orig_dtype)
         for p, f in zip(gpt.parameters(), flags):
@@ -270,12 +238,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import sys
-
-    from tqdm import tqdm
-
-    from ..devices import pick_device
-
     prompts = None
     if args.prompts:
         prompts = [ln.strip() for ln in Path(args.prompts).read_text().splitlines() if ln.strip()]

@@ -21,12 +21,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from PIL import Image
+from safetensors.torch import save_file
+
 from ..engine.checkpoints import load_gpt, load_weights, save_weights
 from ..engine.settings import GenerationSettings
+from ..engine.text import encoder_spec, make_text_encoder
 from ..engine.tokenizer import load_vq
 from ..models import BUNDLED_NAME, bundled_dir
-from ..models.local import load_eagle, save_model_dir
+from ..models.dataset import load_dataset
+from ..models.local import load_eagle, load_model_dir, read_manifest, save_model_dir
 from ..paths import data_dir, runs_dir
+from ..reports import machine_info, reference_of
 from .data import short_caption
 
 # Plain-language prompts (as people type them; from common_prompts.json), not caption names.
@@ -62,8 +68,6 @@ def _load_json(path: Path) -> dict:
 def snap_files(folder: Path, meta: list, encoder) -> dict:
     """captions.json ([{caption, subgroup}] of training captions, short form) and
     their pooled vectors → the conditioning's ``snap`` entry."""
-    from safetensors.torch import save_file
-
     seen, rows = set(), []
     for m in meta:
         if m["split"] != "train":
@@ -93,8 +97,6 @@ def heldout_prompts(meta: list) -> list:
 
 def sample_grid(pipe, settings, path: Path, prompts=GRID_PROMPTS, seeds=(0, 1, 2, 3), cols: int = 8) -> dict:
     """An 8×8 grid: each prompt in ``prompts`` with each seed, ``cols`` tiles a row; → timing and stats."""
-    from PIL import Image
-
     tiles, t0, forwards, tokens = [], time.time(), 0, 0
     for seed in seeds:
         for p in prompts:
@@ -112,9 +114,6 @@ def sample_grid(pipe, settings, path: Path, prompts=GRID_PROMPTS, seeds=(0, 1, 2
 
 
 def ship(args) -> dict:
-    from ..engine.text import encoder_spec, make_text_encoder
-    from .data import load_dataset
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     gpt = load_gpt(args.gpt)
@@ -212,18 +211,12 @@ def run(args) -> int:
     if not args.card_only:
         man = ship(args)
     else:
-        from ..models.local import read_manifest
-
         man = read_manifest(out)
     grid_info = None
     if args.grid:
-        from ..models.local import load_model_dir
-
         pipe = load_model_dir(out)
         grid_info = sample_grid(pipe, pipe.defaults, out / "samples.png")
         print(f"sample grid: {grid_info}")
-    from .data import load_dataset
-
     _, _, data_manifest = load_dataset(args.data)
     reports = [(path, json.loads(Path(path).read_text())) for path in args.bench_json]
     metrics = {part: _load_json(Path(getattr(args, part)).parent / "metrics.json")
@@ -252,8 +245,6 @@ def targets_table(metrics: dict, report: dict | None, defaults) -> str:
     """The issue's targets beside what was measured (from the first bench report)."""
     vqm, rm = metrics.get("vq", {}), metrics.get("recogniser", {})
     by_name = {m["name"]: m for m in (report or {}).get("methods", [])}
-    from ..eval.bench import reference_of
-
     van = reference_of(by_name.values()) or {}
     default = next((m for m in by_name.values() if m.get("family") in ("lantern", "jacobi-relaxed")
                     and m.get("k") == defaults.k
@@ -323,9 +314,6 @@ def write_model_card(out: Path, man: dict, metrics: dict, data_manifest: dict, c
                      grid: str | None) -> Path:
     """MODEL_CARD.md from the manifest, each part's metrics.json (``metrics`` keyed vq/gpt/eagle/recogniser),
     the dataset manifest, the recipe and bench reports [(path, report)]."""
-    from ..engine.settings import GenerationSettings
-    from ..eval.bench import machine_info
-
     vqm, arm, dm, rm = (metrics.get(k, {}) for k in ("vq", "gpt", "eagle", "recogniser"))
     vq_steps = vqm.get("steps", "—")
     if vqm.get("decoder_only"):

@@ -42,7 +42,7 @@ from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
 from .common import run_resumable
-from ..engine.checkpoints import sha256_file as _sha256
+from ..engine.files import sha256_file as _sha256
 
 __all__ = [
     "DEFAULT_DATASET",

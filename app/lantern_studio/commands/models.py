@@ -1,5 +1,9 @@
 """``lantern-studio models …``: list, show, download, verify, remove, distil a drafter.
 
+A command, not part of the models package: ``distill`` runs the trainer
+(training/self_distill.py), and models must not import training
+(docs/architecture.md).
+
     lantern-studio models list [--json]
     lantern-studio models info NAME
     lantern-studio models download NAME [--yes]
@@ -13,6 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+import torch
+from tqdm import tqdm
+
+from ..devices import estimate_memory, memory_breakdown
+from ..engine.checkpoints import CheckpointError
+from ..models import BUNDLED_NAME, bundled_dir
+from ..models.catalogue import CATALOGUE, get_entry, remove, shared_files, status
+from ..models.hub import (DownloadCancelled, HubError, cached_path, check_free_space, download, format_size,
+                          hf_cache_dir, is_offline, prepare, verify_cached)
+from ..training import self_distill
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -31,8 +46,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rm = sub.add_parser("remove", help="delete a catalogue model's files from the cache")
     rm.add_argument("name")
     rm.add_argument("--yes", "-y", action="store_true", help="don't ask before deleting")
-    from ..training import self_distill
-
     ds = sub.add_parser("distill", help="train an EAGLE drafter for a model on its own samples")
     self_distill.add_arguments(ds)
     p.set_defaults(models_command=None)
@@ -67,9 +80,6 @@ def _ask(question: str) -> bool:
 
 
 def _rows():
-    from . import BUNDLED_NAME, bundled_dir
-    from .catalogue import CATALOGUE, status
-
     rows = [{"name": BUNDLED_NAME, "title": "bundled emoji model (64 px)", "kind": "t2i", "source": "bundled",
              "state": "installed" if (bundled_dir() / "model.json").is_file() else "missing", "to_fetch_bytes": 0,
              "sizes_exact": True, "drafter": True}]
@@ -81,8 +91,6 @@ def _rows():
 
 
 def cmd_list(args) -> int:
-    from .hub import format_size, hf_cache_dir, is_offline
-
     rows = _rows()
     if getattr(args, "json", False):
         print(json.dumps(rows, indent=2))
@@ -106,10 +114,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_info(args) -> int:
-    from ..devices import estimate_memory, memory_breakdown
-    from .catalogue import get_entry, status
-    from .hub import cached_path, format_size
-
     e = get_entry(args.name)
     st = status(e.name)
     a = e.args()
@@ -125,8 +129,6 @@ def cmd_info(args) -> int:
         here = "✓" if cached_path(f) is not None else " "
         print(f"    {here} {f.label:<58} {'' if f.size_exact else '≈'}{format_size(f.size)}")
     for dt, label in (("bf16", "bf16/fp16 (GPU)"), ("fp32", "fp32 (CPU)")):
-        import torch
-
         dtype = torch.bfloat16 if dt == "bf16" else torch.float32
         parts = memory_breakdown(e, dtype)
         print(f"  memory, {label}: ≈{format_size(estimate_memory(e, dtype))} "
@@ -142,11 +144,6 @@ def cmd_info(args) -> int:
 
 
 def cmd_download(args) -> int:
-    from tqdm import tqdm
-
-    from .catalogue import get_entry
-    from .hub import DownloadCancelled, HubError, download, format_size, prepare
-
     e = get_entry(args.name)
     try:
         plan = prepare(e.files, check_space=False)
@@ -162,8 +159,6 @@ def cmd_download(args) -> int:
     if not args.yes and not _ask(f"Download {format_size(plan.total_bytes)}?"):
         print("nothing downloaded")
         return EXIT_FAIL
-    from .hub import check_free_space
-
     bar = tqdm(total=plan.total_bytes, unit="B", unit_scale=True, unit_divisor=1000, desc=e.name, file=sys.stderr)
 
     def progress(p):
@@ -190,9 +185,6 @@ def cmd_download(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .catalogue import get_entry
-    from .hub import verify_cached
-
     e = get_entry(args.name)
     unchecked: list = []
     problems = verify_cached(e.files, unchecked=unchecked)
@@ -214,9 +206,6 @@ def cmd_verify(args) -> int:
 
 
 def cmd_remove(args) -> int:
-    from .catalogue import get_entry, remove, shared_files
-    from .hub import format_size
-
     e = get_entry(args.name)
     expected = remove(e.name, dry_run=True)
     if expected == 0:
@@ -233,9 +222,6 @@ def cmd_remove(args) -> int:
 
 
 def cmd_distill(args) -> int:
-    from ..engine.checkpoints import CheckpointError
-    from ..training import self_distill
-
     try:
         return self_distill.run(args)
     except (CheckpointError, ValueError) as err:
