@@ -7,7 +7,7 @@ withheld where it is sure (a one-hot p_t gets δ_t = 0). With top-k = K the
 entropy is at most log K, so δ_t ≤ δ · log K / log V.
 
 For the "step" bound δ_t is a total-variation bound on the slot's output; for
-LANTERN it is the neighbourhood-mass budget (DESIGN.md, "LANTERN, exactly").
+LANTERN it is the neighbourhood-mass budget (docs/architecture.md, "LANTERN, exactly").
 LANTERN++ has no δ and takes no adaptive budget.
 """
 
