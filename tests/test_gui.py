@@ -355,3 +355,43 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     assert stages == ["loading text encoder…", "preparing neighbour table…", "warming up the decoder…"]
     assert w.model_info is not None and w.engine.loading is None
     assert w.status_model.text().startswith(w.model_info.name)
+
+
+def test_history_thumbnails_load_off_the_gui_thread(qtbot, tiny):
+    from lantern_studio.gui import history
+
+    w = open_window(qtbot, tiny)
+    job, r = run_job(qtbot, w, "a red heart")
+    qtbot.waitUntil(lambda: not w.gallery.thumbnails_pending, timeout=WAIT)
+    icon = w.gallery.model.item(0).icon()
+    shown = icon.pixmap(history.THUMB, history.THUMB).toImage()
+    grey = w.gallery._placeholder.pixmap(history.THUMB, history.THUMB).toImage()
+    assert shown != grey  # the PNG's thumbnail replaced the placeholder
+    # a PNG that cannot be read keeps the placeholder and the gallery goes on
+    assert history.read_thumbnails([w.store.entries()[0].path.with_name("missing.png")]) == [None]
+
+
+def test_the_studio_runs_on_a_qasync_loop(tmp_path):
+    """app.main: asyncio and Qt share the GUI thread; a coroutine runs inside the real window's loop."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import asyncio\n"
+        "import qasync\n"
+        "from PySide6.QtCore import QTimer\n"
+        "from PySide6.QtWidgets import QApplication\n"
+        "from lantern_studio.gui import aio, app\n"
+        "async def probe():\n"
+        "    value = await aio.in_thread(lambda: 6 * 7)\n"
+        "    print('qasync loop', isinstance(asyncio.get_running_loop(), qasync.QEventLoop), value, flush=True)\n"
+        "    QApplication.quit()\n"
+        "QTimer.singleShot(0, lambda: aio.start(probe()))\n"
+        "raise SystemExit(app.main('tiny-demo'))\n")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "c"),
+               XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_DATA_HOME=str(tmp_path / "d"), OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "qasync loop True 42" in r.stdout

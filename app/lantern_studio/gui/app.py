@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
 from typing import Optional
 
+import qasync
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from ..paths import APPLICATION, ORGANISATION, ensure_app_names
-from . import theme
+from . import aio, theme
 from .about_dialog import app_icon
 
 
@@ -53,9 +55,18 @@ def _quit_on_signals(app: QApplication) -> None:
 
 
 def main(model: Optional[str] = None) -> int:
+    """The studio on a qasync event loop: asyncio coroutines (downloads, hash checks,
+    thumbnails; see aio.py) and Qt events share the one GUI thread."""
     app = application()
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    aio.install(loop)
     window = create_main_window(model)
     window.show()
     app.aboutToQuit.connect(window.shutdown)
     _quit_on_signals(app)
-    return int(app.exec())
+    try:
+        with loop:
+            return int(loop.run_forever() or 0)
+    finally:
+        aio.shutdown()

@@ -13,9 +13,21 @@ from PySide6.QtWidgets import (
     QHBoxLayout, QLabel, QLineEdit, QListView, QMessageBox, QPushButton, QVBoxLayout, QWidget,
 )
 
+from . import aio
 from .history_store import Entry, HistoryStore
 
 THUMB = 88
+THUMB_BATCH = 16  # thumbnails read per executor job; the gallery fills in as each batch lands
+
+
+def read_thumbnails(paths) -> list:
+    """Scaled QImages of PNG files (None where unreadable); safe off the GUI thread (QImage, not QPixmap)."""
+    out = []
+    for path in paths:
+        img = QImage(str(path))
+        out.append(None if img.isNull() else img.scaled(THUMB, THUMB, Qt.AspectRatioMode.KeepAspectRatio,
+                                                         Qt.TransformationMode.FastTransformation))
+    return out
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
@@ -45,6 +57,10 @@ class HistoryGallery(QWidget):
         self.store = store
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_user(self, title, text)
         self._icons: Dict[int, QIcon] = {}
+        self._thumb_task = None  # the coroutine filling in thumbnails (aio)
+        pm = QPixmap(THUMB, THUMB)
+        pm.fill(Qt.GlobalColor.darkGray)
+        self._placeholder = QIcon(pm)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(6)
@@ -92,31 +108,42 @@ class HistoryGallery(QWidget):
         lay.addWidget(self.view, 1)
         self.refresh()
 
-    def _icon(self, e: Entry) -> QIcon:
-        icon = self._icons.get(e.id)
-        if icon is None:
-            img = QImage(str(e.path))
-            if img.isNull():
-                pm = QPixmap(THUMB, THUMB)
-                pm.fill(Qt.GlobalColor.darkGray)
-            else:
-                pm = QPixmap.fromImage(img.scaled(THUMB, THUMB, Qt.AspectRatioMode.KeepAspectRatio,
-                                                  Qt.TransformationMode.FastTransformation))
-            icon = self._icons[e.id] = QIcon(pm)
-        return icon
-
     def refresh(self, *_) -> None:
         entries = self.store.entries(self.search.text())
         self.model.clear()
+        missing = []
         for e in entries:
             text = e.prompt if len(e.prompt) <= 14 else e.prompt[:13] + "…"
-            item = QStandardItem(self._icon(e), text)
+            icon = self._icons.get(e.id)
+            item = QStandardItem(icon or self._placeholder, text)
             item.setData(e.id, ID_ROLE)
             item.setToolTip(describe(e))
             self.model.appendRow(item)
+            if icon is None:
+                missing.append((e.id, e.path))
         total = self.store.count()
         shown = len(entries)
         self.count_label.setText(f"{shown} of {total}" if self.search.text().strip() else f"{total} images")
+        if missing:
+            if self._thumb_task is not None:
+                self._thumb_task.cancel()
+            self._thumb_task = aio.start(self._load_thumbnails(missing))
+
+    async def _load_thumbnails(self, missing: list) -> None:
+        """Read the thumbnails in the I/O executor, a batch at a time, and put each on its item."""
+        for i in range(0, len(missing), THUMB_BATCH):
+            batch = missing[i:i + THUMB_BATCH]
+            images = await aio.in_thread(read_thumbnails, [path for _, path in batch])
+            rows = {self.model.item(r).data(ID_ROLE): r for r in range(self.model.rowCount())}
+            for (entry_id, _), img in zip(batch, images):
+                icon = self._placeholder if img is None else QIcon(QPixmap.fromImage(img))
+                self._icons[entry_id] = icon
+                if entry_id in rows:
+                    self.model.item(rows[entry_id]).setIcon(icon)
+
+    @property
+    def thumbnails_pending(self) -> bool:
+        return self._thumb_task is not None and not self._thumb_task.done()
 
     def entry_at(self, row: int) -> Optional[Entry]:
         item = self.model.item(row)
