@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from ..engine.settings import GenerationSettings
 from . import tooltips as tt
+from .class_picker import ClassPicker
 from .jobs import ModelInfo
 from .sliders import LogIntSlider, QuadraticSlider
 
@@ -104,6 +105,11 @@ class ControlsPanel(QWidget):
         self.prompt.setTabChangesFocus(True)
         self.prompt.setFixedHeight(64)
         v.addWidget(self.prompt)
+        self.class_picker = ClassPicker()  # replaces the prompt box for a class-conditional model
+        self.class_picker.setVisible(False)
+        self.class_picker.returnPressed.connect(self.generate_requested)
+        v.addWidget(self.class_picker)
+        self.prompt_group = g
         self.history = QComboBox()
         self.history.setToolTip(tt.HISTORY)
         self.history.addItem("Recent prompts…")
@@ -328,11 +334,29 @@ class ControlsPanel(QWidget):
         self.seed.setValue(random.randint(0, SEED_MAX))
 
     # ------------------------------------------------------------------ prompt history
+    @property
+    def class_mode(self) -> bool:
+        return bool(self.class_picker.names)
+
     def prompt_text(self) -> str:
-        return self.prompt.toPlainText()
+        return self.class_picker.text() if self.class_mode else self.prompt.toPlainText()
 
     def set_prompt(self, text: str) -> None:
-        self.prompt.setPlainText(text)
+        if self.class_mode:
+            self.class_picker.setText(text)
+        else:
+            self.prompt.setPlainText(text)
+
+    def set_class_names(self, names) -> None:
+        """A class-conditional model: a class picker with type-ahead instead of the free-text prompt."""
+        was = self.class_mode
+        self.class_picker.set_names(names)
+        on = self.class_mode
+        self.class_picker.setVisible(on)
+        self.prompt.setVisible(not on)
+        self.prompt_group.setTitle("Class (ImageNet)" if on else "Prompt")
+        if on and not was:
+            self.class_picker.setText("")
 
     def prompt_history(self) -> list:
         return [self.history.itemText(i) for i in range(1, self.history.count())]
@@ -385,6 +409,7 @@ class ControlsPanel(QWidget):
             self.drafter.setCurrentIndex(self.drafter.findData("jacobi" if "jacobi" in info.drafters else "none"))
         self.k.setMaximum(info.vocab_size - 1)
         self.top_k.setMaximum(info.vocab_size)
+        self.set_class_names(info.class_names)
         self.model_facts.setText(
             f"{info.name}: {info.grid}×{info.grid} = {info.grid * info.grid} tokens, codebook {info.vocab_size}"
             + ("" if "eagle" in info.drafters else " · no EAGLE head")

@@ -62,6 +62,7 @@ class ModelInfo:
     has_score: bool
     folder: Optional[str] = None
     precision: str = "fp32"  # what the decode path runs in (engine/precision.py; 'auto' chose it)
+    class_names: Optional[tuple] = None  # a class-conditional model's classes (the prompt is one of them)
 
 
 @dataclass

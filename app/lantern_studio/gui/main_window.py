@@ -25,6 +25,7 @@ from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
 from ..export import ExportError, save_png, slug
 from ..models import BUNDLED_NAME
+from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
 from .banner import Banner
 from .canvas import Canvas
@@ -175,6 +176,7 @@ class MainWindow(QMainWindow):
         mb = self.menuBar()
         f = mb.addMenu("&File")
         self._action(f, "Open model folder…", self.open_model_folder, ["Ctrl+O"])
+        self._action(f, "Models from the Hub…", self.show_models_dialog, ["Ctrl+M"])
         self.save_action = self._action(f, "Save image as PNG…", lambda: self.save_as(), [QKeySequence.StandardKey.Save])
         f.addSeparator()
         self._action(f, "Quit", self.close, [QKeySequence.StandardKey.Quit])
@@ -294,11 +296,26 @@ class MainWindow(QMainWindow):
         if self.model_spec not in (None, TINY_DEMO) and self.model_spec not in folders:
             folders.insert(0, self.model_spec)
         for folder in folders:
-            choices.append((f"{Path(folder).name} — {folder}", folder))
+            if folder in CATALOGUE:
+                choices.append((f"Hub: {CATALOGUE[folder].title}", folder))
+            else:
+                choices.append((f"{Path(folder).name} — {folder}", folder))
         self.controls.set_model_choices(choices, self.model_spec)
 
+    def show_models_dialog(self):
+        """The Hub catalogue: download (progress, cancel, resume, hash checks) and load a LlamaGen model."""
+        from .models_dialog import ModelsDialog  # here: the dialog is rarely opened, the window starts without it
+
+        if getattr(self, "models_dialog", None) is None:
+            self.models_dialog = ModelsDialog(self)
+            self.models_dialog.model_chosen.connect(self.choose_model)
+        self.models_dialog.refresh()
+        self.models_dialog.show()
+        self.models_dialog.raise_()
+        return self.models_dialog
+
     def choose_model(self, spec: Optional[str]) -> None:
-        if spec not in (None, TINY_DEMO):
+        if spec not in (None, TINY_DEMO) and spec not in CATALOGUE:
             spec = str(Path(spec).expanduser())
             self.recent_models = [spec] + [m for m in self.recent_models if m != spec]
             self.recent_models = self.recent_models[:MAX_RECENT_MODELS]

@@ -51,6 +51,11 @@ def _limit_threads() -> None:
     configure_decode_threads()
 
 
+def _class_names(pipe) -> Optional[tuple]:
+    names = getattr(pipe.conditioner, "names", None)  # engine.text.ClassConditioner
+    return tuple(names) if names else None
+
+
 class Worker(QObject):
     model_loading = Signal(object)  # spec
     model_status = Signal(object, str)  # spec, what the load is doing now ("loading text encoder…")
@@ -97,7 +102,7 @@ class Worker(QObject):
         folder = getattr(p, "folder", None)
         return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
                          callable(getattr(p, "score", None)), str(folder) if folder is not None else None,
-                         getattr(p, "precision", "fp32"))
+                         getattr(p, "precision", "fp32"), _class_names(p))
 
     @Slot(object)
     def load_model(self, spec):

@@ -1,0 +1,99 @@
+"""The Models dialog: the Hub catalogue inside the studio, against a local hub server (never the network)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from lantern_studio.models import catalogue, hub  # noqa: E402
+from test_gui import WAIT, open_window  # noqa: E402
+from test_hub_support import (go_offline, hub_env, hub_server, one_torch_thread,  # noqa: E402,F401
+                              tiny_catalogue, tiny_files)
+
+
+def rows(dialog):
+    t = dialog.table
+    return {t.item(r, 0).data(0x0100): [t.item(r, c).text() for c in range(t.columnCount())]
+            for r in range(t.rowCount())}
+
+
+def test_download_with_progress_then_load_a_class_model(qtbot, hub_server, tiny_catalogue):
+    c2i, t2i = tiny_catalogue
+    w = open_window(qtbot, None)
+    d = w.show_models_dialog()
+    table = rows(d)
+    # the catalogue as the user reads it: the official models and the tiny test entries, none cached yet
+    assert "llamagen-c2i-b-256" in table and table[c2i.name][1] == "class → image"
+    assert table[t2i.name][1] == "text → image" and table[c2i.name][2] == f"{c2i.image_size}×{c2i.image_size} px"
+    assert table[c2i.name][3] == hub.format_size(c2i.download_size) and table[c2i.name][4] == "no"
+    d.select(c2i.name)
+    formats = []
+    d.progress.valueChanged.connect(lambda v: formats.append(d.progress.format()))
+    task = d.download_or_load()
+    assert d.downloading and not d.download_button.isEnabled() and d.cancel_button.isEnabled()
+    qtbot.waitUntil(task.done, timeout=WAIT)
+    assert task.result() == c2i.name and d.last_error is None, d.status.text()
+    assert any(" of " in f and "file " in f for f in formats)  # bytes done of total, which file
+    assert d.progress.value() == 1000 and rows(d)[c2i.name][4] == "yes" and d.download_button.text() == "Load"
+    assert catalogue.status(c2i.name)["state"] == "installed"
+    # the window loads it: a class-conditional model gets the class picker, not the prompt box
+    qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.spec == c2i.name, timeout=WAIT)
+    c = w.controls
+    assert c.class_mode and c.class_picker.isVisible() and not c.prompt.isVisible()
+    assert len(c.class_picker.names) == 1000 and c.prompt_group.title().startswith("Class")
+    # type-ahead: part of a name finds the class; picking it fills the box with the plain name
+    c.class_picker.completer_.setCompletionPrefix("retriev")
+    found = [c.class_picker.completer_.completionModel().index(i, 0).data()
+             for i in range(c.class_picker.completer_.completionCount())]
+    assert any(f.startswith("golden retriever · 207") for f in found)
+    c.class_picker._picked(next(f for f in found if f.startswith("golden retriever")))
+    assert c.prompt_text() == "golden retriever"
+    job = w.generate()
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
+    assert w.last_result.note == "class 207: golden retriever"
+    # back to a text model: the prompt box returns
+    d.select(t2i.name)
+    task = d.download_or_load()
+    qtbot.waitUntil(task.done, timeout=WAIT)
+    assert task.result() == t2i.name, d.status.text()
+    qtbot.waitUntil(lambda: (w.model_info is not None and w.model_info.spec == t2i.name) or bool(w.banner.text()),
+                    timeout=WAIT)
+    assert w.model_info is not None and w.model_info.spec == t2i.name, w.banner.text()
+    assert not c.class_mode and c.prompt.isVisible()
+
+
+def test_cancel_then_resume(qtbot, hub_server, tiny_catalogue):
+    c2i, _ = tiny_catalogue
+    w = open_window(qtbot, None)
+    d = w.show_models_dialog()
+    d.select(c2i.name)
+    task = d.download_or_load()
+    d.cancel_button.click()  # before the first byte: the downloader sees it between files
+    qtbot.waitUntil(task.done, timeout=WAIT)
+    assert task.result() is None and "cancelled" in d.status.text() and d.last_error is None
+    assert catalogue.status(c2i.name)["state"] != "installed" and d.download_button.isEnabled()
+    task = d.download_or_load()
+    qtbot.waitUntil(task.done, timeout=WAIT)
+    assert task.result() == c2i.name and catalogue.status(c2i.name)["state"] == "installed"
+
+
+def test_offline_and_unreachable_hub_say_one_clear_line(qtbot, hub_server, tiny_catalogue, monkeypatch):
+    c2i, _ = tiny_catalogue
+    w = open_window(qtbot, None)
+    d = w.show_models_dialog()
+    d.select(c2i.name)
+    go_offline(monkeypatch)
+    task = d.download_or_load()
+    qtbot.waitUntil(task.done, timeout=WAIT)
+    assert task.result() is None and "HF_HUB_OFFLINE" in d.last_error and "\n" not in d.last_error
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    hub_server.stop()
+    task = d.download_or_load()
+    qtbot.waitUntil(task.done, timeout=WAIT)
+    assert task.result() is None and d.last_error and "\n" not in d.last_error
+    assert w.model_info is None or w.model_info.spec != c2i.name
