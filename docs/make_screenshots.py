@@ -3,8 +3,10 @@
     xvfb-run -s "-screen 0 1400x900x24" .venv/bin/python docs/make_screenshots.py MODEL_FOLDER
 
 Writes ``docs/screenshot-generating.png`` (mid-generation, decision overlay on,
-a second job waiting in the queue) and ``docs/screenshot-tradeoff.png`` (the
-trade-off chart after a Compare and a sweep over δ). The app runs in this
+a second job waiting in the queue), ``docs/screenshot-tradeoff.png`` (the
+trade-off chart after a Compare and a sweep over δ), ``docs/screenshot-replay.png``
+(the last image replayed half-way with its overlay, and the Compare pair replayed
+side by side on one clock) and ``docs/screenshot-models.png`` (the Models dialog). The app runs in this
 process and is driven with timers; history and caches go to a temporary folder
 unless --keep-data is given. Works on any model folder (use the bundled one
 for the published pictures); --throttle slows decoding down so a fast model
@@ -136,6 +138,31 @@ def main(argv=None) -> int:
     w.compare()
     wait(lambda: not w.engine.busy, 600)
     grab(w, out / "screenshot-tradeoff.png")
+
+    # 3. replay: the last Compare's current run scrubbed half-way, the pair mid-way on the shared clock
+    rec = w.replay.recording
+    if rec is not None:
+        w.replay.show_step(rec.steps // 2)
+        panel = w.stats
+        t_mid = min(r.recording.duration for r in panel._pair) * 0.5
+        from lantern_studio.gui.stats_panel import COMPARE_SLOWMO
+
+        now = {"t": 0.0}
+        panel.clock = lambda: now["t"]
+        panel.replay_compare()
+        panel.replay_timer.stop()
+        now["t"] = t_mid * COMPARE_SLOWMO  # the moment half-way through the faster run
+        panel._replay_tick()
+        grab(w, out / "screenshot-replay.png")
+
+    # 4. the Models dialog (the Hub catalogue; nothing downloaded on this machine)
+    d = w.show_models_dialog()
+    d.resize(820, 420)
+    settle(0.4)
+    pm = d.grab()
+    pm.save(str(out / "screenshot-models.png"))
+    print(f"wrote {out / 'screenshot-models.png'} ({pm.width()}×{pm.height()})")
+    d.close()
     w.close()
     return 0
 

@@ -197,8 +197,11 @@ class TradeoffChart(QWidget):
                 "data": {"tip": tip, "prompt": p.prompt, "settings": p.settings},
             })
         self.scatter.setData(spots)
-        self.plot.setXRange(0.0, axis_top(xs, 2.0), padding=0)
-        self.plot.setYRange(0.0, 100.0 if self.quality else axis_top(ys, 2.0), padding=0)
+        x_top = axis_top(xs, 2.0)
+        y_top = 100.0 if self.quality else axis_top(ys, 2.0)
+        # from 0, with a sliver below it so a point at 0 (a 0 % fidelity) is drawn whole, not cut by the frame
+        self.plot.setXRange(-0.03 * x_top, x_top, padding=0)
+        self.plot.setYRange(-0.05 * y_top, 1.04 * y_top if self.quality else y_top, padding=0)
         self._relabel()
 
     def _relabel(self) -> None:
