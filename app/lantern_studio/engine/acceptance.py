@@ -20,16 +20,17 @@ normalised entropy (:mod:`.budget`).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
 
+from . import step_bound
 from .budget import slot_budgets
 from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECISION_NAMES  # noqa: F401 (re-exported)
 from .files import atomic_write
+from .relaxation import BOUNDS, Relaxation, Verdict, total_variation  # noqa: F401 (re-exported)
 from .sampling import sample
 
 
@@ -111,49 +112,6 @@ class ProximityTable:
 # --------------------------------------------------------------------------- the rule
 
 
-BOUNDS = ("lantern", "lantern++", "step")
-
-
-@dataclass(frozen=True)
-class Relaxation:
-    """LANTERN's knobs. k = 0, or a zero budget (δ = 0, or λ = 1 for LANTERN++), is
-    exact speculative decoding.
-
-    ``bound``: "lantern" (default; with ``lam`` set it means LANTERN++, as before
-    the field existed), "lantern++" (needs ``lam``) or "step" (no ``lam``).
-    ``adaptive``: each slot's δ becomes δ · H(p) / log V (not for LANTERN++).
-    """
-
-    k: int = 0
-    delta: float = 0.0
-    lam: Optional[float] = None  # LANTERN++: neighbourhood mass ≤ (λ − 1)·p(x̃)
-    bound: str = "lantern"
-    adaptive: bool = False
-
-    def __post_init__(self):
-        if self.bound not in BOUNDS:
-            raise ValueError(f"bound: one of {', '.join(BOUNDS)}, got {self.bound!r}")
-        if self.bound == "lantern++" and self.lam is None:
-            raise ValueError("bound 'lantern++' needs lam")
-        if self.bound == "step" and self.lam is not None:
-            raise ValueError("bound 'step' takes no lam (λ belongs to LANTERN++)")
-        if self.adaptive and self.kind == "lantern++":
-            raise ValueError("adaptive scales δ; LANTERN++ has none")
-
-    @property
-    def kind(self) -> str:
-        """The rule that runs: "lantern", "lantern++" or "step"."""
-        return "lantern++" if self.lam is not None else self.bound
-
-    @property
-    def active(self) -> bool:
-        if self.k <= 0:
-            return False
-        if self.kind == "lantern++":
-            return self.lam > 1.0
-        return self.delta > 0.0
-
-
 def neighbourhood(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation, table: Optional[ProximityTable],
                   budget: Optional[torch.Tensor] = None):
     """For each row i: the latent neighbourhood A of drafts[i] under p[i] (LANTERN and
@@ -219,9 +177,7 @@ def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Opti
     enumerated by :func:`.step_bound.output_distribution`.
     """
     if relax.kind == "step":
-        from .step_bound import output_distribution
-
-        return output_distribution(p_row, q_row, relax, table, draft)
+        return step_bound.output_distribution(p_row, q_row, relax, table, draft)
     drafts = [draft] if draft is not None else range(p_row.shape[0])
     out = torch.zeros_like(p_row, dtype=torch.float64)
     for x in drafts:
@@ -269,26 +225,8 @@ def lantern_output_distribution(p_row: torch.Tensor, q_row: torch.Tensor, relax:
     return out
 
 
-def total_variation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """½ Σ |a − b| over the last axis."""
-    return 0.5 * (a - b).abs().sum(-1)
-
-
 def _draw(weights: torch.Tensor, generator) -> int:
     return int(sample(weights, generator))
-
-
-@dataclass
-class Verdict:
-    """Outcome of verifying one chain of drafts."""
-
-    n_accepted: int  # drafts accepted, a prefix of the chain
-    next_token: int  # the target's token after them (correction or bonus)
-    decisions: list  # per accepted draft: ACCEPTED_EXACT or ACCEPTED_RELAXED
-    # Per slot that decided a token (the accepted drafts, then the rejected slot's
-    # replacement; a bonus token is sampled from p and has no slot here):
-    budgets: list = field(default_factory=list)  # the relaxation's bound there (relaxation_budgets)
-    tv: Optional[list] = None  # measured TV(slot's output distribution, p), when asked
 
 
 def verify_chain(
@@ -313,9 +251,7 @@ def verify_chain(
     the same either way.
     """
     if relax.kind == "step" and relax.active and table is not None:
-        from .step_bound import verify_chain_step
-
-        return verify_chain_step(p, drafts, q, relax, table, generator, greedy, measure_tv)
+        return step_bound.verify_chain_step(p, drafts, q, relax, table, generator, greedy, measure_tv)
     n = drafts.shape[0]
     if n == 0:
         tok = int(p[0].argmax()) if greedy else _draw(p[0], generator)

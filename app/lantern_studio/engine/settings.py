@@ -7,7 +7,7 @@ import numbers
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional
 
-from .acceptance import BOUNDS, Relaxation
+from .relaxation import BOUNDS, Relaxation
 from .sampling import SamplingParams
 
 DRAFTERS = ("none", "jacobi", "eagle")

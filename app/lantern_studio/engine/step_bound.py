@@ -50,10 +50,10 @@ from typing import Optional
 
 import torch
 
-from .acceptance import (
-    ACCEPTED_EXACT, ACCEPTED_RELAXED, ProximityTable, Relaxation, Verdict, _draw, total_variation,
-)
 from .budget import slot_budgets
+from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
+from .relaxation import Relaxation, Verdict, total_variation
+from .sampling import sample
 
 RECEIVERS = 64  # at most this many deficit tokens per slot receive mass (the largest deficits) ...
 WORK = 4096  # ... and at most WORK // k of them (at least 8), so a slot costs O(WORK) whatever k is
@@ -66,9 +66,11 @@ def receivers_for(k: int, v: int) -> int:
     return min(v, RECEIVERS, max(8, WORK // max(1, k)))
 
 
-def relaxed_target(p: torch.Tensor, q: torch.Tensor, table: Optional[ProximityTable], k: int,
+def relaxed_target(p: torch.Tensor, q: torch.Tensor, table, k: int,
                    budget: torch.Tensor, receivers: Optional[int] = None, rounds: int = ROUNDS):
     """p* for each row: p, q (n, V), budget (n,) → (p* (n, V), mass moved (n,)).
+    ``table`` is the :class:`~.acceptance.ProximityTable` (anything with
+    ``neighbours(tokens, k)``).
 
     See the module docstring for the definition and its guarantee:
     TV(p*[i], p[i]) = moved[i] ≤ budget[i]. ``receivers`` defaults to :func:`receivers_for`.
@@ -123,6 +125,10 @@ def residual(pstar_row: torch.Tensor, q_row: torch.Tensor) -> torch.Tensor:
     return r / total if float(total) > 0.0 else pstar_row / pstar_row.sum()
 
 
+def _draw_from(weights: torch.Tensor, generator) -> int:
+    return int(sample(weights, generator))
+
+
 def _one_hot(drafts: torch.Tensor, v: int, dtype) -> torch.Tensor:
     return torch.nn.functional.one_hot(drafts, v).to(dtype)
 
@@ -145,7 +151,7 @@ def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy:
     """
     n = drafts.shape[0]
     if n == 0:
-        tok = int(p[0].argmax()) if greedy else _draw(p[0], generator)
+        tok = int(p[0].argmax()) if greedy else _draw_from(p[0], generator)
         return Verdict(0, tok, [], [], [] if measure_tv and not greedy else None)
     pd = p[:n]
     qs = None if greedy else q
@@ -180,12 +186,12 @@ def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy:
     budgets = budget[:decided].tolist()
     tv = total_variation(pstar[:decided], pd[:decided]).tolist() if measure_tv and not greedy else None
     if n_acc == n:
-        tok = int(p[n].argmax()) if greedy else _draw(p[n], generator)
+        tok = int(p[n].argmax()) if greedy else _draw_from(p[n], generator)
         return Verdict(n, tok, decisions, budgets, tv)
     j = n_acc
     if greedy:
         return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
-    return Verdict(j, _draw(residual(pstar[j], qd[j]), generator), decisions, budgets, tv)
+    return Verdict(j, _draw_from(residual(pstar[j], qd[j]), generator), decisions, budgets, tv)
 
 
 def output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
