@@ -64,3 +64,10 @@ def test_loading_the_text_encoder_prints_no_third_party_progress_bars(capfd):
     out, err = capfd.readouterr()
     assert v.shape == (1, 384)
     assert "Loading weights" not in err + out and "it/s" not in err + out, err[-300:]
+
+
+def test_the_pipeline_declares_where_it_came_from_and_how_it_scores(pipe):
+    assert pipe.source.folder == FOLDER and pipe.source.catalogue is None
+    assert pipe.source.manifest == json.loads((FOLDER / "model.json").read_text())
+    value = pipe.scorer(np.zeros((64, 64, 3), dtype=np.uint8), "a red heart")  # the shipped recogniser
+    assert 0.0 <= value <= 1.0

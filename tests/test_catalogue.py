@@ -127,7 +127,7 @@ def test_c2i_end_to_end_through_the_catalogue(hub_server, tiny_catalogue, monkey
     go_offline(monkeypatch)
     hub_server.log.clear()
     pipe = load_pipeline(c2i.name)  # models.load_pipeline dispatches catalogue names
-    assert pipe.entry is c2i and pipe.drafters == ("none", "jacobi")
+    assert pipe.source.catalogue == c2i.name and pipe.drafters == ("none", "jacobi")
     res = _generate_every_way(pipe, "golden retriever")
     assert res["none"].note == "class 207: golden retriever"
     # same seed and settings: same image

@@ -302,7 +302,7 @@ def test_missing_bundled_model_shows_banner(qtbot, monkeypatch, tmp_path):
 def test_quality_score_reaches_record_and_chart(qtbot, tiny):
     w = open_window(qtbot, tiny)
     pipe = w.engine.worker.pipeline
-    pipe.score = lambda image, prompt: 0.75 if "heart" in prompt else None  # a recogniser stand-in
+    pipe.scorer = lambda image, prompt: 0.75 if "heart" in prompt else None  # a recogniser stand-in
     w.chart.set_quality_available(True)  # what ModelInfo.has_score does for a model with a recogniser
     job, r = run_job(qtbot, w, "a red heart")
     assert r.score == 0.75 and w.finished_record["prompt_fidelity"] == 0.75

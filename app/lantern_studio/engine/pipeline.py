@@ -1,15 +1,18 @@
 """A whole text/class → image generator: conditioning, decoding, pixels.
 
 :class:`ImagePipeline` bundles a target GPT, a VQ tokenizer, a conditioner and
-(optionally) a learned drafter head, and hands out :class:`Decoding` runs. It
-holds no global state and never imports Qt.
+(optionally) a learned drafter head, and hands out :class:`Decoding` runs. What
+a loaded model is beyond its networks — where it came from
+(:class:`ModelSource`) and how to score its pictures (a scorer) — is declared
+here too and filled in by the loader (``models/``). It holds no global state
+and never imports Qt.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -31,6 +34,20 @@ def to_uint8(images: torch.Tensor) -> np.ndarray:
     """(B, 3, H, W) in [-1, 1] → (B, H, W, 3) uint8."""
     x = ((images.detach().float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
     return x.permute(0, 2, 3, 1).cpu().numpy()
+
+
+# (image (H, W, 3) uint8, prompt) → how well the image shows the prompt in [0, 1], or None when it cannot judge
+Scorer = Callable[[np.ndarray, str], Optional[float]]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a loaded model came from: a model folder (and its model.json as read),
+    a catalogue entry (by name), or neither (a pipeline built in code)."""
+
+    folder: Optional[Path] = None
+    manifest: Optional[dict] = field(default=None, compare=False)
+    catalogue: Optional[str] = None
 
 
 @dataclass
@@ -57,6 +74,8 @@ class ImagePipeline:
         defaults: Optional[GenerationSettings] = None,
         name: str = "model",
         table_cache: Optional[Path] = None,
+        source: Optional[ModelSource] = None,
+        scorer: Optional[Scorer] = None,
     ):
         self.gpt = gpt.eval()
         self.vq = vq.eval()
@@ -66,6 +85,8 @@ class ImagePipeline:
         self.name = name
         self._table_cache = table_cache
         self._table: Optional[ProximityTable] = None
+        self.source = source or ModelSource()
+        self.scorer = scorer  # None: this model cannot score its pictures
 
     # ---------------------------------------------------------------- facts
     @property

@@ -397,8 +397,8 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None) -> tuple[list[
             return _spread(read_prompt_set(prompts_file), n), str(prompts_file)
         pool = [(p, lookup(p)) for p in read_prompts_file(prompts_file)]
         return _spread(pool, n), str(prompts_file)
-    folder = getattr(pipe, "folder", None)
-    held = Path(folder) / "heldout_prompts.json" if folder is not None else None
+    folder = pipe.source.folder
+    held = folder / "heldout_prompts.json" if folder is not None else None
     if held is not None and held.is_file():
         rows = json.loads(held.read_text(encoding="utf-8"))
         pool = [(r["prompt"], r.get("subgroup")) if isinstance(r, dict) else (str(r), lookup(str(r))) for r in rows]
@@ -829,8 +829,7 @@ def run(args: argparse.Namespace) -> int:
         if args.data and not isinstance(dataset, tuple):
             raise BenchError(f"--data: {dataset}")
         chosen, source = choose_prompts(pipe, n, args.prompts, dataset)
-        folder = getattr(pipe, "folder", None)
-        quality = load_quality(Path(folder) if folder is not None else None, dataset)
+        quality = load_quality(pipe.source.folder, dataset)
         prompts = [p for p, _ in chosen]
         for p in dict.fromkeys(prompts):  # bad prompts fail now, not halfway through
             pipe.conditioner(p)
@@ -866,6 +865,7 @@ def run(args: argparse.Namespace) -> int:
     machine = machine_info()
     machine["device"] = str(pipe.device)
     report["machine"] = machine
+    folder = pipe.source.folder
     report["model"] = {"name": pipe.name, "folder": str(folder) if folder is not None else None,
                        "vocab_size": pipe.vocab_size, "grid": pipe.grid, "drafters": list(pipe.drafters),
                        "defaults": pipe.defaults.to_dict()}

@@ -99,10 +99,10 @@ class Worker(QObject):
 
     def info(self) -> ModelInfo:
         p = self.pipeline
-        folder = getattr(p, "folder", None)
+        folder = p.source.folder
         return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
-                         callable(getattr(p, "score", None)), str(folder) if folder is not None else None,
-                         getattr(p, "precision", "fp32"), _class_names(p))
+                         p.scorer is not None, str(folder) if folder is not None else None,
+                         p.precision, _class_names(p))
 
     @Slot(object)
     def load_model(self, spec):
@@ -175,10 +175,9 @@ class Worker(QObject):
                 self._frame(pipe, job, tokens, decisions, ev, final=True)  # show where it stopped
             return None
         score, warning = None, None
-        scorer = getattr(pipe, "score", None)
-        if callable(scorer):
+        if pipe.scorer is not None:
             try:
-                value = scorer(last.image, job.prompt)  # None: the scorer cannot judge this prompt
+                value = pipe.scorer(last.image, job.prompt)  # None: the scorer cannot judge this prompt
                 score = None if value is None else float(value)
             except Exception as e:  # noqa: BLE001 - a broken recogniser must not lose the image
                 warning = f"quality score unavailable: {type(e).__name__}: {e}"

@@ -42,7 +42,7 @@ from safetensors.torch import load_file
 from ..engine.checkpoints import CheckpointError, load_llamagen_gpt, load_state_strict
 from ..engine.drafters import EagleHead
 from ..engine.model import GPT_PRESETS, ModelArgs
-from ..engine.pipeline import ImagePipeline
+from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings
 from ..engine.t5 import FlanT5Encoder, T5CaptionConditioner
 from ..engine.text import ClassConditioner
@@ -384,8 +384,7 @@ def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter
     if drafter and dp.is_file():
         eagle = load_eagle(dp, gpt.config)
     pipe = ImagePipeline(gpt, vq, make_conditioner(e, device), eagle, e.defaults, e.name,
-                         table_cache=cache_dir() / "neighbours")
-    pipe.entry = e
+                         table_cache=cache_dir() / "neighbours", source=ModelSource(catalogue=e.name))
     if device:
         pipe.to(device)
     return pipe.set_precision(dtype)

@@ -22,7 +22,7 @@ import torch
 from ..engine.checkpoints import CheckpointError, load_gpt, load_weights, save_gpt, save_weights
 from ..engine.files import atomic_write, sha256_file
 from ..engine.drafters import EagleHead
-from ..engine.pipeline import ImagePipeline
+from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings
 from ..engine.text import CaptionConditioner, ClassConditioner, HashEncoder, MiniLMEncoder
 from ..paths import cache_dir
@@ -210,17 +210,16 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
         raise
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise _bad(folder, f"conditioning files unusable ({type(e).__name__}: {e})") from None
-    pipe = ImagePipeline(
-        gpt, vq, conditioner, eagle, defaults, man.get("name", folder.name),
-        table_cache=cache_dir() / "neighbours",
-    )
-    pipe.manifest = man
-    pipe.folder = folder
+    scorer = None
     if man.get("recogniser"):
         folder_file(folder, man["recogniser"], "recogniser")
         from .quality import PromptScorer
 
-        pipe.score = PromptScorer(folder, man, pipe.conditioner)
+        scorer = PromptScorer(folder, man, conditioner)
+    pipe = ImagePipeline(
+        gpt, vq, conditioner, eagle, defaults, man.get("name", folder.name),
+        table_cache=cache_dir() / "neighbours", source=ModelSource(folder=folder, manifest=man), scorer=scorer,
+    )
     if device:
         pipe.to(device)
     return pipe

@@ -53,8 +53,7 @@ ProgressFn = Callable[[str, int, int], None]  # (phase "sampling" | "training", 
 def _resolve(name_or_pipeline, device):
     if not isinstance(name_or_pipeline, str):
         pipe = name_or_pipeline
-        entry = getattr(pipe, "entry", None)
-        return pipe, (entry.name if entry is not None else None)
+        return pipe, pipe.source.catalogue
     if name_or_pipeline in catalogue.CATALOGUE:
         return catalogue.load_pipeline(name_or_pipeline, device=device, drafter=False), name_or_pipeline
     return load_pipeline(name_or_pipeline, device=device), None
