@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -71,3 +72,24 @@ def test_the_pipeline_declares_where_it_came_from_and_how_it_scores(pipe):
     assert pipe.source.manifest == json.loads((FOLDER / "model.json").read_text())
     value = pipe.scorer(np.zeros((64, 64, 3), dtype=np.uint8), "a red heart")  # the shipped recogniser
     assert 0.0 <= value <= 1.0
+
+
+def test_one_function_resolves_every_kind_of_model_spec(tmp_path, monkeypatch):
+    from lantern_studio.engine.checkpoints import CheckpointError
+    from lantern_studio.models import BUNDLED_NAME, TINY_DEMO, resolve_spec, tiny_demo_dir
+    from lantern_studio.models.catalogue import CATALOGUE
+
+    assert resolve_spec(None) == FOLDER
+    monkeypatch.chdir(tmp_path)
+    assert resolve_spec(BUNDLED_NAME) == FOLDER  # no folder of that name here: the bundled model
+    (tmp_path / BUNDLED_NAME).mkdir()
+    assert resolve_spec(BUNDLED_NAME) == Path(BUNDLED_NAME)  # an existing folder is itself...
+    assert resolve_spec(None) == FOLDER  # ...but no spec always means the bundled model
+    name = next(iter(CATALOGUE))
+    assert resolve_spec(name) == name  # a catalogue name stays a name (its files are in the HF cache)
+    demo = resolve_spec(TINY_DEMO)  # built in the cache on first use, reused after
+    assert demo == tiny_demo_dir() and (demo / "model.json").is_file()
+    stamp = (demo / "model.json").stat().st_mtime_ns
+    assert resolve_spec(TINY_DEMO) == demo and (demo / "model.json").stat().st_mtime_ns == stamp
+    with pytest.raises(CheckpointError, match="not a model folder"):
+        resolve_spec("no-such-model")

@@ -19,7 +19,6 @@ from .. import fidelity
 from ..engine.settings import GenerationSettings
 
 UNFILLED = 255  # decision value of a token not fixed yet
-TINY_DEMO = "tiny-demo"  # model spec: a random tiny model built on demand (a demo without weights)
 
 _ids = itertools.count(1)
 
@@ -28,7 +27,7 @@ _ids = itertools.count(1)
 class Job:
     prompt: str
     settings: GenerationSettings
-    model: Optional[str] = None  # model spec: None = bundled, a folder, or TINY_DEMO
+    model: Optional[str] = None  # model spec (models.resolve_spec): None = bundled, a folder, "tiny-demo", a Hub name
     role: str = "single"  # "single" | "compare-vanilla" | "compare-current"
     group: Optional[int] = None  # compare pair id
     id: int = field(default_factory=lambda: next(_ids))

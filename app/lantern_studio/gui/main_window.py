@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
 from ..export import ExportError, save_png, slug
-from ..models import BUNDLED_NAME
+from ..models import BUNDLED_NAME, TINY_DEMO
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
 from .banner import Banner
@@ -35,7 +35,7 @@ from .export_bar import ExportBar
 from .history import HistoryGallery, ask_user
 from .history_store import Entry, HistoryStore
 from .job_queue import JobQueue
-from .jobs import TINY_DEMO, Frame, Job, JobResult, ModelInfo
+from .jobs import Frame, Job, JobResult, ModelInfo
 from .queue_view import QueueView
 from .replay import recording_of
 from .replay_bar import ReplayBar

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -21,28 +20,11 @@ from PySide6.QtCore import QObject, Signal, Slot
 from ..engine.checkpoints import CheckpointError
 from ..engine.settings import SettingsError
 from ..engine.text import PromptError
-from .jobs import TINY_DEMO, UNFILLED, Frame, Job, JobResult, ModelInfo
+from ..models import load_pipeline
+from .jobs import UNFILLED, Frame, Job, JobResult, ModelInfo
 from .replay import Recording
 
 MAX_FPS = 30.0
-
-
-def tiny_demo_folder() -> Path:
-    from ..paths import cache_dir
-
-    return cache_dir() / "models" / TINY_DEMO
-
-
-def resolve_spec(spec: Optional[str]) -> Optional[str]:
-    """TINY_DEMO → its folder (built on first use); anything else unchanged."""
-    if spec != TINY_DEMO:
-        return spec
-    folder = tiny_demo_folder()
-    if not (folder / "model.json").is_file():
-        from ..models.tiny import build_tiny_model_dir
-
-        build_tiny_model_dir(folder, grid=16, layers=4, dim=128)
-    return str(folder)
 
 
 def _limit_threads() -> None:
@@ -85,11 +67,9 @@ class Worker(QObject):
         if not self._threads_set:
             _limit_threads()
             self._threads_set = True
-        from ..models import load_pipeline
-
         self.model_loading.emit(spec)
         self.model_status.emit(spec, "loading weights…")
-        pipe = load_pipeline(resolve_spec(spec))
+        pipe = load_pipeline(spec)
         if self.warm:
             # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
             pipe.warm_up(lambda message: self.model_status.emit(spec, message))

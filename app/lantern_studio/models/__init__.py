@@ -1,4 +1,5 @@
-"""The model catalogue: the bundled model, local model folders, Hub entries."""
+"""The model catalogue: the bundled model, local model folders, Hub entries, and
+the one function that reads a model spec (:func:`resolve_spec`)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,64 @@ from typing import Optional
 
 from ..engine.checkpoints import CheckpointError
 from ..engine.precision import resolve
-from ..paths import resources_dir
+from ..paths import cache_dir, resources_dir
 from . import catalogue
 from .local import load_model_dir
+from .tiny import build_tiny_model_dir
 
 BUNDLED_NAME = "emoji-64"
+TINY_DEMO = "tiny-demo"  # model spec: a random tiny model built on demand (a demo without weights)
 
 
 def bundled_dir() -> Path:
     return resources_dir() / "models" / BUNDLED_NAME
 
 
+def tiny_demo_dir() -> Path:
+    return cache_dir() / "models" / TINY_DEMO
+
+
+def resolve_spec(spec: Optional[str]) -> "Path | str":
+    """A model spec → where the model is: a model folder (Path) or a catalogue name (str).
+
+    ``None`` is the bundled model; TINY_DEMO is a random tiny model folder in the
+    cache, built on first use; an existing folder is itself; the bundled model's
+    name, then a catalogue name, come next. Anything else, or a bundled model
+    missing from the install, is a CheckpointError. The one place a spec is read:
+    the CLI, the bench, the trainers and the studio all come through here.
+    """
+    if spec is None:
+        return _bundled_or_error()
+    if spec == TINY_DEMO:
+        folder = tiny_demo_dir()
+        if not (folder / "model.json").is_file():
+            build_tiny_model_dir(folder, grid=16, layers=4, dim=128)
+        return folder
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path
+    if spec == BUNDLED_NAME:
+        return _bundled_or_error()
+    if spec in catalogue.CATALOGUE:
+        return spec
+    raise CheckpointError(f"model {spec!r}: not a model folder, the bundled model ({BUNDLED_NAME}), "
+                          f"{TINY_DEMO!r} or a catalogue name")
+
+
+def _bundled_or_error() -> Path:
+    folder = bundled_dir()
+    if not (folder / "model.json").is_file():
+        raise CheckpointError(
+            f"the bundled model is missing from {folder}; reinstall lantern-studio, "
+            "or pass --model with a model folder"
+        )
+    return folder
+
+
 def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = True,
                   precision: Optional[str] = "auto"):
-    """``None`` or the bundled name → the bundled model; a folder with model.json →
-    that folder; a catalogue name → the Hub model from the local HF cache.
+    """The model a spec names (see :func:`resolve_spec`) as an ImagePipeline: a
+    model folder with model.json, or a catalogue model from the local HF cache.
 
     ``verify`` checks a folder's files against model.json's sha256 before first use
     (the verdict is remembered per file by size and mtime, so start-up stays fast).
@@ -30,24 +74,8 @@ def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, veri
     hardware with native bf16, fp32 elsewhere.
     """
     resolve(precision, device or "cpu")  # a bad value fails before anything loads
-    pipe = _load(spec, device, verify, precision)
-    return pipe.set_precision(precision)
-
-
-def _load(spec: Optional[str], device: Optional[str], verify: bool, precision: Optional[str] = "auto"):
-    spec = spec or BUNDLED_NAME
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return load_model_dir(path, verify=verify, device=device)
-    if spec == BUNDLED_NAME:
-        folder = bundled_dir()
-        if not (folder / "model.json").is_file():
-            raise CheckpointError(
-                f"the bundled model is missing from {folder}; reinstall lantern-studio, "
-                "or pass --model with a model folder"
-            )
-        return load_model_dir(folder, verify=verify, device=device)
-    if spec in catalogue.CATALOGUE:
+    where = resolve_spec(spec)
+    if isinstance(where, str):
         # cast once, to the asked precision (not to auto first: a bf16 round trip would round the weights)
-        return catalogue.load_pipeline(spec, device=device, dtype=precision)
-    raise CheckpointError(f"model {spec!r}: not a model folder, the bundled model ({BUNDLED_NAME}) or a catalogue name")
+        return catalogue.load_pipeline(where, device=device, dtype=precision)
+    return load_model_dir(where, verify=verify, device=device).set_precision(precision)

@@ -31,7 +31,7 @@ from ..engine.checkpoints import save_weights
 from ..engine.decode import generate_tokens
 from ..engine.drafters import EagleHead
 from ..engine.precision import cast_transformer as _cast
-from ..models import catalogue, load_pipeline
+from ..models import catalogue, load_pipeline, resolve_spec
 from ..models.catalogue import drafter_path
 from .common import cosine_lr
 from .drafter_loss import drafter_losses
@@ -54,8 +54,9 @@ def _resolve(name_or_pipeline, device):
     if not isinstance(name_or_pipeline, str):
         pipe = name_or_pipeline
         return pipe, pipe.source.catalogue
-    if name_or_pipeline in catalogue.CATALOGUE:
-        return catalogue.load_pipeline(name_or_pipeline, device=device, drafter=False), name_or_pipeline
+    where = resolve_spec(name_or_pipeline)
+    if isinstance(where, str):  # a catalogue model, loaded without the drafter this trains
+        return catalogue.load_pipeline(where, device=device, drafter=False), where
     return load_pipeline(name_or_pipeline, device=device), None
 
 
