@@ -97,3 +97,17 @@ def test_offline_and_unreachable_hub_say_one_clear_line(qtbot, hub_server, tiny_
     qtbot.waitUntil(task.done, timeout=WAIT)
     assert task.result() is None and d.last_error and "\n" not in d.last_error
     assert w.model_info is None or w.model_info.spec != c2i.name
+
+
+def test_class_picker_names_each_class_once_and_ids_for_shared_names():
+    from lantern_studio.gui.class_picker import primary_names
+
+    names = catalogue.imagenet_class_names()
+    shown = primary_names(names)
+    assert len(set(shown)) == 1000  # every entry picks exactly one class
+    assert shown[207] == "golden retriever" and shown[134] == "#134" and shown[517] == "#517"  # the two cranes
+    assert shown[86] == "#86"  # "partridge" is also a synonym of class 82 (ruffed grouse)
+    from lantern_studio.engine.text import ClassConditioner
+
+    cond = ClassConditioner(names)
+    assert [cond.match(s) for s in shown] == list(range(1000))  # what the box holds is what the model draws

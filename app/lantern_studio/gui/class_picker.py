@@ -1,8 +1,8 @@
 """The prompt box of a class-conditional model: an ImageNet class name, with type-ahead.
 
 Each class is offered once, as its first name with its id ("golden retriever ·
-207"); choosing one puts the plain name in the box (or "#id" where two classes
-share a first name, as the two ImageNet "crane"s do). Anything typed still goes
+207"); choosing one puts the plain name in the box (or "#id" where another class
+answers to the same name, as ImageNet's two "crane"s do). Anything typed still goes
 to the model's class matcher, which accepts any synonym, an id, or a close
 spelling and names its suggestions when nothing matches.
 """
@@ -16,12 +16,14 @@ from PySide6.QtWidgets import QCompleter, QLineEdit
 
 
 def primary_names(names: Sequence[str]) -> list:
-    """What the box shows for each class: its first synonym, or '#id' where that is ambiguous."""
+    """What the box shows for each class: its first synonym, or '#id' where any other class
+    also answers to that name (ImageNet's two "crane"s; "partridge" is also a grouse's synonym)."""
+    owners: dict = {}
+    for i, n in enumerate(names):
+        for alias in {a.strip().lower() for a in n.split(",")}:
+            owners.setdefault(alias, set()).add(i)
     first = [n.split(",")[0].strip() for n in names]
-    counts = {}
-    for f in first:
-        counts[f.lower()] = counts.get(f.lower(), 0) + 1
-    return [f if counts[f.lower()] == 1 else f"#{i}" for i, f in enumerate(first)]
+    return [f if owners.get(f.lower()) == {i} else f"#{i}" for i, f in enumerate(first)]
 
 
 class ClassPicker(QLineEdit):
