@@ -114,6 +114,17 @@ def test_controls_prevent_invalid_combinations(qtbot, tiny):
     assert w.started_jobs == [] and not w.engine.busy
 
 
+def test_frames_are_throttled_and_the_finished_picture_always_sent(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    frames = []
+    w.engine.frame.connect(frames.append)
+    w.engine.worker.max_fps = 1e-3  # one frame per 1000 s: the first step's, then only the finished picture
+    job, r = run_job(qtbot, w)
+    assert [f.final for f in frames] == [False, True] and frames[0].n_fixed == 1
+    assert frames[-1].n_fixed == w.model_info.grid ** 2 and np.array_equal(frames[-1].image, r.image)
+    assert r.recording.fixed[-1] == frames[-1].n_fixed  # the replay recorded every step through generate
+
+
 def test_cancel_stops_within_a_few_steps(qtbot, slow):
     w = open_window(qtbot, slow)
     w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("none"))  # 256 steps, one token each

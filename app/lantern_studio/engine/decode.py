@@ -56,6 +56,7 @@ class DecodeStats:
     drafter_seconds: float = 0.0
     target_seconds: float = 0.0  # inside target forwards after the prefill (the rest of a round is overhead)
     prefill_seconds: float = 0.0  # conditioning prefix + first token
+    decode_image_seconds: float = 0.0  # the VQ decode of the picture, after the tokens (ImagePipeline.generate)
     # The relaxation's per-slot bound, summed over the positions fixed so far (0 for tokens sampled from
     # the target). For the step bound (and deterministic drafts) each is a TV bound on its step's output,
     # so the expected total bounds the TV between the image's token distribution and the target's.
@@ -105,7 +106,9 @@ class Decoding:
         should_stop: Optional[Callable[[], bool]] = None,
     ):
         self.gpt = gpt
-        self.settings = settings.validate(gpt.vocab_size)
+        # validated here too: Decoding is the engine's lower-level entry (generate_tokens, trainers, scripts);
+        # through ImagePipeline.decoding the settings arrive validated and this is a cheap no-op
+        settings = self.settings = settings.validate(gpt.vocab_size)
         self.params = settings.sampling
         self.cond = cond
         self.caption_mask = caption_mask

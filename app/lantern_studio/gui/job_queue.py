@@ -52,15 +52,19 @@ class JobQueue(QObject):
         self._run_requested.connect(self.worker.run_job, Q)
         self._load_requested.connect(self.worker.load_model, Q)
         w = self.worker
+        # Every answer reaches the window unchanged, as this object's signal in the GUI thread. Queued
+        # slots run in the order they were connected: the loading stage is noted before the window
+        # hears of it (it reads ``loading``); a job's end frees the queue after the window has it.
         w.model_loading.connect(self._on_loading, Q)
         w.model_status.connect(self._on_status, Q)
-        w.model_ready.connect(self._on_ready, Q)
-        w.model_failed.connect(self._on_model_failed, Q)
-        w.job_started.connect(self.job_started, Q)
-        w.frame.connect(self.frame, Q)
+        w.model_ready.connect(self._on_loaded, Q)
+        w.model_failed.connect(self._on_loaded, Q)
+        for name in ("model_loading", "model_status", "model_ready", "model_failed",
+                     "job_started", "frame", "job_finished", "job_cancelled", "job_failed"):
+            getattr(w, name).connect(getattr(self, name), Q)
         w.job_finished.connect(self._on_finished, Q)
-        w.job_cancelled.connect(self._on_cancelled, Q)
-        w.job_failed.connect(self._on_failed, Q)
+        w.job_cancelled.connect(self._on_ended, Q)
+        w.job_failed.connect(self._on_ended, Q)
         self.thread.start()
         self._stopped = False
 
@@ -109,26 +113,18 @@ class JobQueue(QObject):
 
     # ------------------------------------------------------------------ worker answers
     @Slot(object)
-    def _on_loading(self, spec) -> None:
+    def _on_loading(self, _spec) -> None:
         self.loading = "loading model…"
-        self.model_loading.emit(spec)
 
     @Slot(object, str)
-    def _on_status(self, spec, message: str) -> None:
+    def _on_status(self, _spec, message: str) -> None:
         self.loading = message
-        self.model_status.emit(spec, message)
         self.queue_changed.emit()
 
-    @Slot(object)
-    def _on_ready(self, info) -> None:
+    @Slot(object)  # model_ready(info)
+    @Slot(object, str)  # model_failed(spec, message)
+    def _on_loaded(self, _info_or_spec, _message: str = "") -> None:
         self.loading = None
-        self.model_ready.emit(info)
-        self.queue_changed.emit()
-
-    @Slot(object, str)
-    def _on_model_failed(self, spec, message: str) -> None:
-        self.loading = None
-        self.model_failed.emit(spec, message)
         self.queue_changed.emit()
 
     def _dispatch(self) -> None:
@@ -145,17 +141,11 @@ class JobQueue(QObject):
 
     @Slot(object)
     def _on_finished(self, result: JobResult) -> None:
-        self.job_finished.emit(result)
         self._done(result.job)
 
-    @Slot(object)
-    def _on_cancelled(self, job: Job) -> None:
-        self.job_cancelled.emit(job)
-        self._done(job)
-
-    @Slot(object, str)
-    def _on_failed(self, job: Job, message: str) -> None:
-        self.job_failed.emit(job, message)
+    @Slot(object)  # job_cancelled(job)
+    @Slot(object, str)  # job_failed(job, message)
+    def _on_ended(self, job: Job, _message: str = "") -> None:
         self._done(job)
 
     # ------------------------------------------------------------------ shutdown

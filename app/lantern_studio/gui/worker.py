@@ -2,9 +2,11 @@
 
 The GUI talks to it only through queued signals (see :mod:`.job_queue`); it
 answers with signals carrying private copies (numpy arrays it will never touch
-again). Partial images are decoded here and emitted at most ~30 times a second
-— less when decoding a frame is itself slow, so that painting never costs more
-than about a quarter of the decode time — and the final frame is always sent.
+again). A job runs through the pipeline's own ``generate``, whose step events
+feed the live view: partial images are decoded here and emitted at most ~30
+times a second — less when decoding a frame is itself slow, so that painting
+never costs more than about a quarter of the decode time — and the final frame
+(the pipeline's finished or stopped picture) is always sent.
 """
 
 from __future__ import annotations
@@ -121,46 +123,66 @@ class Worker(QObject):
         else:
             self.job_finished.emit(result)
 
-    def _frame(self, pipe, job, tokens, decisions, ev, final) -> tuple:
-        t = time.perf_counter()
-        image = pipe.partial_image(tokens, decisions != UNFILLED)
-        cost = time.perf_counter() - t
-        f = Frame(job.id, np.array(image, dtype=np.uint8, copy=True), decisions.copy(), ev.n_fixed, ev.total,
-                  ev.target_forwards, ev.drafter_forwards, ev.elapsed, final)
-        self.frame.emit(f)
-        return f, cost
-
     def _decode(self, pipe, job: Job) -> Optional[JobResult]:
-        run, cond = pipe.decoding(job.prompt, job.settings, should_stop=job.cancel_event.is_set)
-        n = pipe.grid * pipe.grid
-        tokens = np.zeros(n, dtype=np.int64)
-        decisions = np.full(n, UNFILLED, dtype=np.uint8)
-        recording = Recording(n)
-        last_emit, cost, ev, last = -1e9, 0.0, None, None
-        for ev in run:
-            recording.add(ev)
-            tokens[ev.positions] = ev.tokens
-            decisions[ev.positions] = ev.decisions
-            if self.step_hook is not None:
-                self.step_hook(job, ev)
-            if self.throttle_s:
-                time.sleep(self.throttle_s)
-            now = time.perf_counter()
-            interval = max(1.0 / self.max_fps, 3.0 * cost)
-            if ev.done or now - last_emit >= interval:
-                last, cost = self._frame(pipe, job, tokens, decisions, ev, final=ev.done)
-                last_emit = time.perf_counter()
-        if run.cancelled or ev is None or not ev.done:
-            if ev is not None and (last is None or last.n_fixed != ev.n_fixed):
-                self._frame(pipe, job, tokens, decisions, ev, final=True)  # show where it stopped
+        view = _LiveView(self, pipe, job)
+        result = pipe.generate(job.prompt, job.settings, on_event=view.step, should_stop=job.cancel_event.is_set)
+        ev = view.event
+        if result.cancelled or ev is None or not ev.done:
+            if ev is not None and (view.shown is None or view.shown.n_fixed != ev.n_fixed):
+                view.send(result.image, final=True)  # show where it stopped
             return None
+        final = view.send(result.image, final=True)  # the finished image, always sent
         score, warning = None, None
         if pipe.scorer is not None:
             try:
-                value = pipe.scorer(last.image, job.prompt)  # None: the scorer cannot judge this prompt
+                value = pipe.scorer(final.image, job.prompt)  # None: the scorer cannot judge this prompt
                 score = None if value is None else float(value)
             except Exception as e:  # noqa: BLE001 - a broken recogniser must not lose the image
                 warning = f"quality score unavailable: {type(e).__name__}: {e}"
-        final_tokens = run.tokens.detach().cpu().numpy().astype(np.int64).copy()
-        return JobResult(job, last.image.copy(), final_tokens, np.array(run.decisions, dtype=np.uint8, copy=True),
-                         run.stats.to_dict(), cond.note, pipe.name, score, warning, recording)
+        return JobResult(job, final.image.copy(), result.tokens.reshape(-1).astype(np.int64, copy=True),
+                         np.array(result.decisions.reshape(-1), dtype=np.uint8, copy=True),
+                         result.stats.to_dict(), result.note, pipe.name, score, warning, view.recording)
+
+
+class _LiveView:
+    """One job's decode as the canvas sees it, fed each StepEvent by ``pipe.generate``: the
+    tokens and decisions so far, the replay recording, and the partial frames — at most
+    ``max_fps`` a second, and spaced so that decoding them costs at most about a quarter
+    of the time. The finished (or stopped) picture is the pipeline's own, sent by the worker."""
+
+    def __init__(self, worker: Worker, pipe, job: Job):
+        n = pipe.grid * pipe.grid
+        self.worker, self.pipe, self.job = worker, pipe, job
+        self.tokens = np.zeros(n, dtype=np.int64)
+        self.decisions = np.full(n, UNFILLED, dtype=np.uint8)
+        self.recording = Recording(n)
+        self.event = None  # the last StepEvent
+        self.shown: Optional[Frame] = None  # the last frame sent
+        self._sent_at, self._cost = -1e9, 0.0
+
+    def step(self, ev) -> None:
+        w = self.worker
+        self.recording.add(ev)
+        self.tokens[ev.positions] = ev.tokens
+        self.decisions[ev.positions] = ev.decisions
+        self.event = ev
+        if w.step_hook is not None:
+            w.step_hook(self.job, ev)
+        if w.throttle_s:
+            time.sleep(w.throttle_s)
+        if ev.done:
+            return  # the final frame is the finished image
+        if time.perf_counter() - self._sent_at >= max(1.0 / w.max_fps, 3.0 * self._cost):
+            t = time.perf_counter()
+            image = self.pipe.partial_image(self.tokens, self.decisions != UNFILLED)
+            self._cost = time.perf_counter() - t
+            self.send(image, final=False)
+            self._sent_at = time.perf_counter()
+
+    def send(self, image, final: bool) -> Frame:
+        ev = self.event
+        f = Frame(self.job.id, np.array(image, dtype=np.uint8, copy=True), self.decisions.copy(), ev.n_fixed,
+                  ev.total, ev.target_forwards, ev.drafter_forwards, ev.elapsed, final)
+        self.worker.frame.emit(f)
+        self.shown = f
+        return f
