@@ -1,4 +1,4 @@
-"""One entry point: the GUI by default; generate / bench / train / models / doctor as subcommands."""
+"""One entry point: the GUI by default; generate / bench / batch / train / models / doctor as subcommands."""
 
 from __future__ import annotations
 
@@ -203,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
 
     _add_module(sub, "bench", ".eval.bench", "speed and quality of decoding methods side by side")
+    _add_module(sub, "batch", ".commands.batch",
+                "render a prompt list or a settings sweep, resumable, in-process or on a Ray cluster")
 
     train = sub.add_parser("train", help="build data and train the bundled model's parts")
     tsub = train.add_subparsers(dest="what", required=True)

@@ -1,0 +1,219 @@
+"""A sweep's report, computed from its manifest: the bench's statistics per setting.
+
+``lantern-studio batch --sweep …`` renders every combination of the swept
+settings, plus the vanilla reference (no drafter), on the same prompts and
+seeds, and records one manifest line per image (commands/batch_plan.py). This
+module turns those lines into rows with the bench's definitions
+(eval/bench.py): the speed-up is the median over (prompt, seed) pairs of
+vanilla's seconds over the setting's seconds, end to end, with its IQR and
+range; tokens per target forward counts the prefill's forward; prompt fidelity
+(recogniser top-5 contains the prompt's subgroup) and a Fréchet distance to
+real held-out images come from the model folder's recogniser when it ships one
+(eval.bench.load_quality). Plain data in, plain data out: the rows name their
+fields as the bench's do, so what reads a bench report reads these.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..engine.files import atomic_write
+from ..reports import reference_of
+from .metrics import frechet_distance, prompt_fidelity
+from .plots import tradeoff_plot
+
+SCHEMA = "lantern-studio-sweep/1"
+#: The fields of one row (values may be null).
+ROW_FIELDS = (
+    "name", "label", "family", "reference", "changes", "settings", "drafter", "k", "delta", "lam", "bound",
+    "draft_length", "precision", "planned", "images", "pairs",
+    "seconds_median", "seconds_mean", "decode_seconds_median",
+    "speedup_median", "speedup_q25", "speedup_q75", "speedup_min", "speedup_max", "decode_speedup_median",
+    "tokens_per_image", "target_forwards_per_image", "drafter_forwards_per_image", "mean_accepted_length",
+    "acceptance_rate", "relaxed_share", "drafter_cost_share", "tokens_per_second",
+    "prompt_fidelity", "fidelity_delta", "frechet_distance", "per_prompt",
+)
+#: The settings that make two images of one prompt and seed comparable (all but the decoding ones).
+PAIR_FIELDS = ("temperature", "top_k", "top_p", "cfg_scale", "greedy")
+
+
+def pair_key(entry: dict) -> tuple:
+    s = entry.get("settings") or {}
+    return (entry.get("prompt"), entry.get("seed")) + tuple(s.get(k) for k in PAIR_FIELDS)
+
+
+def family_of(settings: dict, vanilla: bool = False) -> str:
+    """The bench's family names (they pick the plot's colours)."""
+    if vanilla or settings.get("drafter", "none") == "none":
+        return "vanilla"
+    relaxed = settings.get("k", 0) > 0 and (settings.get("delta", 0) > 0 or settings.get("lam") is not None)
+    if not relaxed:
+        return "exact"
+    if settings.get("bound") == "step":
+        return "step"
+    return "lantern++" if settings.get("lam") is not None else "lantern"
+
+
+def _q(values, q):
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
+
+
+def _ratio(a, b):
+    return a / b if b else None
+
+
+def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entries: dict,
+              vanilla: Optional[dict] = None) -> dict:
+    """One row from its items' manifest lines (``entries``: key → line) and the
+    reference's lines by pair key (``vanilla``)."""
+    rows = [entries[k] for k in keys if k in entries]
+    st = [r.get("stats") or {} for r in rows]
+    secs = [float(r.get("seconds") or 0.0) for r in rows]
+    dsecs = [float(s.get("wall_seconds") or 0.0) for s in st]
+    n = len(rows)
+
+    def total(key):
+        return float(sum(s.get(key) or 0 for s in st))
+
+    ratios, dratios, per_prompt = [], [], []
+    for r, sec, dsec in zip(rows, secs, dsecs):
+        v = (vanilla or {}).get(pair_key(r))
+        ratio = _ratio(float(v["seconds"]), sec) if v is not None and sec > 0 else None
+        if ratio is not None:
+            ratios.append(ratio)
+            vd = float((v.get("stats") or {}).get("wall_seconds") or 0.0)
+            if dsec > 0:
+                dratios.append(vd / dsec)
+        x = r.get("stats") or {}
+        per_prompt.append({"prompt": r.get("prompt"), "seed": r.get("seed"), "seconds": sec, "speedup": ratio,
+                           "tokens": x.get("tokens"), "target_forwards": (x.get("target_forwards") or 0) + 1,
+                           "worker": r.get("worker"), "file": r.get("file"), "key": r.get("key")})
+    tokens, fwd = total("tokens"), total("target_forwards") + n  # + the prefill forward per image
+    wall = total("wall_seconds")
+    settings = {k: v for k, v in (rows[0].get("settings") or {}).items() if k != "seed"} if rows else None
+    s = settings or {}
+    return {
+        "name": name, "label": "vanilla AR (reference)" if family == "vanilla" and name == "vanilla" else name,
+        "family": family, "reference": False, "changes": dict(changes), "settings": settings,
+        "drafter": s.get("drafter"), "k": s.get("k"), "delta": s.get("delta"), "lam": s.get("lam"),
+        "bound": s.get("bound"), "draft_length": s.get("draft_length"),
+        "precision": rows[0].get("precision") if rows else None,
+        "planned": len(keys), "images": n, "pairs": len(ratios),
+        "seconds_median": _q(secs, 50), "seconds_mean": float(np.mean(secs)) if secs else None,
+        "decode_seconds_median": _q(dsecs, 50),
+        "speedup_median": _q(ratios, 50), "speedup_q25": _q(ratios, 25), "speedup_q75": _q(ratios, 75),
+        "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None,
+        "decode_speedup_median": _q(dratios, 50),
+        "tokens_per_image": tokens / n if n else None,
+        "target_forwards_per_image": fwd / n if n else None,
+        "drafter_forwards_per_image": total("drafter_forwards") / n if n else None,
+        "mean_accepted_length": tokens / fwd if fwd else None,
+        "acceptance_rate": _ratio(total("accepted"), total("drafted")) if total("drafted") else None,
+        "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
+        "drafter_cost_share": _ratio(total("drafter_seconds"), wall) if wall else None,
+        "tokens_per_second": _ratio(tokens, sum(secs)) if sum(secs) else None,
+        "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
+        "per_prompt": per_prompt,
+    }
+
+
+def add_quality(row: dict, rows_entries: Sequence[dict], quality, load_image: Callable[[dict], np.ndarray]) -> None:
+    """Prompt fidelity and Fréchet distance for one row, as the bench computes them."""
+    rec = getattr(quality, "recogniser", None)
+    if rec is None or not rows_entries:
+        return
+    images = np.stack([load_image(e) for e in rows_entries])
+
+    def known(sg):  # a subgroup name, or a list of acceptable ones, that the recogniser knows
+        names = [sg] if isinstance(sg, str) else list(sg or [])
+        names = [x for x in names if x in rec.index]
+        return names or None
+
+    labels = [known(e.get("subgroup")) for e in rows_entries]
+    if any(lab is not None for lab in labels):
+        row["prompt_fidelity"] = prompt_fidelity(rec, images, labels, k=5)
+    if quality.real_features is not None and len(images) >= 2:
+        row["frechet_distance"] = frechet_distance(rec.features(images), quality.real_features)
+
+
+def build_report(groups: Sequence[dict], entries: dict, *, quality=None,
+                 load_image: Optional[Callable[[dict], np.ndarray]] = None) -> dict:
+    """``groups``: [{"name", "family", "changes", "keys"}] (the plan's rows, vanilla
+    first when there is one); ``entries``: key → manifest line. → {"schema",
+    "reference", "methods": rows, "quality"}; speed-ups are relative to the
+    group of family "vanilla" (``reference`` True on its row)."""
+    vanilla_group = next((g for g in groups if g["family"] == "vanilla"), None)
+    vanilla = None
+    if vanilla_group is not None:
+        vanilla = {pair_key(entries[k]): entries[k] for k in vanilla_group["keys"] if k in entries}
+    rows = []
+    for g in groups:
+        first = next((entries[k] for k in g["keys"] if k in entries), None)
+        family = "vanilla" if g is vanilla_group else family_of((first or {}).get("settings") or {})
+        row = summarise(g["name"], family, g.get("changes") or {}, g["keys"], entries, vanilla)
+        row["reference"] = g is vanilla_group
+        if quality is not None and load_image is not None:
+            add_quality(row, [entries[k] for k in g["keys"] if k in entries], quality, load_image)
+        rows.append(row)
+    ref = reference_of(rows) if vanilla_group is not None else None
+    v_fid = ref["prompt_fidelity"] if ref is not None else None
+    for r in rows:
+        if r["prompt_fidelity"] is not None and v_fid is not None:
+            r["fidelity_delta"] = r["prompt_fidelity"] - v_fid
+    return {"schema": SCHEMA, "reference": vanilla_group["name"] if vanilla_group else None, "methods": rows,
+            "quality": quality.describe() if quality is not None and hasattr(quality, "describe") else None}
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _f(x, spec=".2f", none="—"):
+    return none if x is None else format(x, spec)
+
+
+def format_table(report: dict) -> str:
+    head = ["setting", "images", "speed-up", "IQR", "tok/fwd", "fwd/img", "accept", "relaxed", "s/img",
+            "fidelity", "Δfid", "FD"]
+    rows = []
+    for r in report["methods"]:
+        rows.append([
+            r["name"] + (" *" if r.get("reference") else ""), f"{r['images']}/{r['planned']}",
+            _f(r["speedup_median"]) + ("×" if r["speedup_median"] is not None else ""),
+            "—" if r["speedup_q25"] is None else f"{_f(r['speedup_q25'])}–{_f(r['speedup_q75'])}",
+            _f(r["mean_accepted_length"]),
+            _f(r["target_forwards_per_image"], ".1f"), _f(r["acceptance_rate"]), _f(r["relaxed_share"]),
+            _f(r["seconds_median"], ".3f"), _f(r["prompt_fidelity"], ".3f"), _f(r["fidelity_delta"], "+.3f"),
+            _f(r["frechet_distance"], ".1f"),
+        ])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(row, widths)))
+             for row in [head] + rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    if report.get("reference"):
+        lines.append(f"* reference: {report['reference']} (no drafter); speed-up: median over prompt+seed pairs of "
+                     "its seconds / the setting's, end to end")
+    return "\n".join(lines)
+
+
+def write_json(report: dict, path) -> Path:
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(report, indent=2, default=str), encoding="utf-8"))
+    return Path(path)
+
+
+def write_plot(report: dict, path, title: str = "", subtitle: str = "") -> Optional[Path]:
+    """The bench's speed-up vs quality plot (eval/plots.py) of the rows; None if no row has a speed-up."""
+    rows = report["methods"]
+    if not any(r["speedup_median"] is not None for r in rows):
+        return None
+    if any(r["prompt_fidelity"] is not None for r in rows):
+        xs, x_label = [r["prompt_fidelity"] for r in rows], "prompt fidelity (recogniser top-5)"
+    else:  # no recogniser: how much of the output the relaxation decided (1 = exact)
+        xs = [1.0 - (r["relaxed_share"] or 0.0) if r["images"] else None for r in rows]
+        x_label = "1 − share of tokens accepted by relaxation (no recogniser: fidelity unavailable)"
+    points = [{"x": x, "y": r["speedup_median"], "y_lo": r["speedup_q25"], "y_hi": r["speedup_q75"],
+               "name": r["name"], "family": r["family"]} for x, r in zip(xs, rows)]
+    return tradeoff_plot(points, path, x_label=x_label, title=title, subtitle=subtitle)
