@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 import torch
 
@@ -6,9 +8,10 @@ from lantern_studio.engine.model import GPT_PRESETS, Transformer, preset_args, r
 from tiny import caption, tiny_gpt
 
 
-def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True):
+def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True, keep=False):
     """Logits for every image slot via the KV cache: prefill, a 1-token step, a
-    multi-token verify call, a garbage call that is then rolled back."""
+    multi-token verify call, a garbage call that is then rolled back. ``keep``:
+    leave the caches allocated afterwards."""
     b, t = idx.shape
     gpt.setup_cache(b, mask)
     first, _ = gpt.prefill(cond)
@@ -21,7 +24,8 @@ def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True):
     rows.append(l2)
     l3, _ = gpt.step(idx[:, 4:t], 4)
     rows.append(l3)
-    gpt.clear_cache()
+    if not keep:
+        gpt.clear_cache()
     return torch.cat(rows, dim=1)
 
 
@@ -40,6 +44,47 @@ def test_teacher_forced_equals_incremental(kind):
     inc = incremental_logits(gpt, idx[:, :-1], cond, mask)
     assert inc.shape == tf.shape
     assert torch.allclose(tf, inc, atol=1e-4), (tf - inc).abs().max()
+
+
+def test_kv_caches_are_allocated_once_and_reused_across_sequences():
+    """gpt-fast's contract: setup_caches is idempotent, a new sequence reuses (and zeroes) the
+    same storage, and a reused cache gives exactly the logits of a fresh one."""
+    gpt = tiny_gpt("t2i", vocab=32, grid=3, dim=32, layers=2)
+    idx = torch.randint(0, 32, (2, gpt.block_size), generator=torch.Generator().manual_seed(2))
+    cond, mask = caption(batch=2, length=5, valid=3)
+    gpt.setup_caches(2)
+    cache = gpt.layers[0].attention.kv_cache
+    storage = cache.k_cache.data_ptr(), cache.v_cache.data_ptr(), gpt.attn_mask.data_ptr()
+    gpt.setup_caches(2)  # same shape: nothing allocated
+    gpt.setup_caches(1)  # fewer rows fit too
+    assert gpt.layers[0].attention.kv_cache is cache
+    fresh = copy.deepcopy(gpt)
+    fresh.clear_cache()
+    with torch.no_grad():
+        cache.k_cache.fill_(float("nan"))  # the last sequence's numbers, at their worst
+        cache.v_cache.fill_(float("nan"))
+    a = incremental_logits(gpt, idx[:, :-1], cond, mask, keep=True)
+    assert (cache.k_cache.data_ptr(), cache.v_cache.data_ptr(), gpt.attn_mask.data_ptr()) == storage
+    b = incremental_logits(gpt, idx[:1, :-1], cond[:1], torch.ones_like(mask[:1]), keep=True)  # 1 row, no padding
+    c = incremental_logits(gpt, idx[:, :-1], cond, mask, keep=True)  # after a sequence with another mask
+    assert gpt.layers[0].attention.kv_cache is cache
+    assert torch.equal(a, c) and torch.equal(a, incremental_logits(fresh, idx[:, :-1], cond, mask))
+    assert torch.equal(b, incremental_logits(fresh, idx[:1, :-1], cond[:1], torch.ones_like(mask[:1])))
+    gpt.to(torch.bfloat16)
+    gpt.setup_caches(2)  # the caches followed the cast: still nothing allocated
+    assert gpt.layers[0].attention.kv_cache is cache and cache.k_cache.dtype is torch.bfloat16
+
+
+def test_kv_cache_update_writes_at_tensor_positions():
+    from lantern_studio.engine.model import KVCache
+
+    cache = KVCache(2, 6, 1, 2, torch.float32)
+    k = torch.arange(8.0).view(2, 1, 2, 2)
+    ko, vo = cache.update(torch.tensor([4, 1]), k, -k)
+    assert ko.shape == (2, 1, 6, 2) and torch.equal(ko[:, :, 4], k[:, :, 0]) and torch.equal(ko[:, :, 1], k[:, :, 1])
+    assert torch.equal(vo, -ko) and ko[:, :, [0, 2, 3, 5]].abs().sum() == 0
+    k1, _ = cache.update(torch.tensor([0]), torch.ones(1, 1, 1, 2), torch.ones(1, 1, 1, 2))  # one row of two
+    assert k1.shape == (1, 1, 6, 2) and cache.k_cache[0, 0, 0].tolist() == [1, 1] and cache.k_cache[1, 0, 0].sum() == 0
 
 
 def test_caption_mask_matters():

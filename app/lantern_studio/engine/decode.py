@@ -177,20 +177,17 @@ class Decoding:
         cond, mask = _cfg_batch(gpt, self.cond, self.caption_mask, params.uses_cfg)
         rows = cond.shape[0]
         t0 = time.perf_counter()
-        gpt.setup_cache(rows, mask)
-        try:
-            logits, feat = gpt.prefill(cond)
-            p = probs_from_logits(logits, params)
-            tok = sample(p, gen, params.greedy)[0]
-            self.tokens[0] = tok
-            self.stats.prefill_seconds = time.perf_counter() - t0
-            yield self._event([0], [int(tok)], [BY_TARGET], 0, t0, t0)
-            if self.drafter is None:
-                yield from self._vanilla(gen, rows, t0)
-            else:
-                yield from self._speculative(gen, rows, feat, t0)
-        finally:
-            gpt.clear_cache()
+        gpt.setup_cache(rows, mask)  # the caches of the last generation, reused (and zeroed) when they fit
+        logits, feat = gpt.prefill(cond)
+        p = probs_from_logits(logits, params)
+        tok = sample(p, gen, params.greedy)[0]
+        self.tokens[0] = tok
+        self.stats.prefill_seconds = time.perf_counter() - t0
+        yield self._event([0], [int(tok)], [BY_TARGET], 0, t0, t0)
+        if self.drafter is None:
+            yield from self._vanilla(gen, rows, t0)
+        else:
+            yield from self._speculative(gen, rows, feat, t0)
 
     def _vanilla(self, gen, rows, t0):
         gpt, params = self.gpt, self.params

@@ -189,11 +189,23 @@ class EagleHead(nn.Module):
         self.config = args
         self.fc = nn.Linear(2 * args.dim, args.dim, bias=True)
         self.layer = TransformerBlock(args)
+        self.register_buffer("attn_mask", None, persistent=False)  # (1, 1, L, L) causal, set by setup_caches
 
-    def forward(self, features: torch.Tensor, token_emb: torch.Tensor, rope, mask=None, start=None):
-        """features (B, S, dim) of the previous position, token_emb (B, S, dim) -> (B, S, dim)."""
+    def forward(self, features: torch.Tensor, token_emb: torch.Tensor, rope, mask=None, input_pos=None):
+        """features (B, S, dim) of the previous position, token_emb (B, S, dim) -> (B, S, dim);
+        with ``input_pos`` (S,) image indices, through the KV cache (see ``setup_caches``)."""
         h = self.fc(torch.cat([features, token_emb], dim=-1))
-        return self.layer(h, rope, mask, start)
+        return self.layer(h, rope, mask, input_pos)
+
+    def setup_caches(self, max_batch_size: int, length: int) -> None:
+        """The head's own KV cache over ``length`` image positions and its causal mask,
+        allocated once and reused while they fit (zeroed for each sequence)."""
+        p = next(self.parameters())
+        a = self.layer.attention
+        if a.kv_cache is None or not a.kv_cache.fits(max_batch_size, length, p.dtype, p.device):
+            a.kv_cache = KVCache(max_batch_size, length, a.n_kv_head, a.head_dim, p.dtype, p.device)
+            self.attn_mask = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()[None, None]
+        a.kv_cache.reset()
 
 
 class EagleDrafter(Drafter):
@@ -212,19 +224,17 @@ class EagleDrafter(Drafter):
         super().start(ctx)
         gpt = ctx.gpt
         p = next(self.head.parameters())
-        a = self.head.layer.attention
-        a.cache = KVCache(ctx.rows, a.n_kv_head, ctx.total, a.head_dim, p.dtype, p.device)
-        self.mask = torch.ones(ctx.total, ctx.total, dtype=torch.bool, device=p.device).tril()[None, None]
+        self.head.setup_caches(ctx.rows, ctx.total)
         self.feats = torch.zeros(ctx.rows, ctx.total + 1, gpt.config.dim, dtype=p.dtype, device=p.device)
         self.feats[:, 0] = ctx.prefill_feature
         self.valid = 0
 
     def _run(self, ctx, feats, tokens, start):
         gpt = ctx.gpt
-        s = tokens.shape[1]
-        rope = gpt.rope[gpt.cls_token_num + start : gpt.cls_token_num + start + s]
-        mask = self.mask[:, :, start : start + s, : start + s]
-        out = self.head(feats, gpt.tok_embeddings(tokens), rope, mask, start)
+        pos = gpt.positions(start, tokens.shape[1])  # image indices: the head's cache has no prefix
+        rope = gpt.rope[gpt.cls_token_num + pos]
+        mask = self.head.attn_mask[:, :, pos]
+        out = self.head(feats, gpt.tok_embeddings(tokens), rope, mask, pos)
         self.forwards += 1
         return out
 

@@ -2,10 +2,11 @@
 
 Parameter names and shapes match the official LlamaGen ``gpt.py`` so an official
 checkpoint's ``{"model": state_dict}`` loads with strict key checking. The
-inference path is our own: a static KV cache allocated once per generation, a
-forward over any number of new tokens at given positions (prefill, one token,
-or a whole draft to verify) and an O(1) rollback, which is all speculative
-decoding needs from a target model.
+inference path is our own, in gpt-fast's manner: static KV caches allocated
+once and reused (``setup_caches``), written at tensor positions, a forward over
+any number of new tokens at given positions (prefill, one token, or a whole
+draft to verify) and an O(1) rollback, which is all speculative decoding needs
+from a target model.
 
 Positions: the sequence is ``cls_token_num`` prefix slots (class embedding or
 caption tokens) followed by the image tokens in raster order. Image token ``i``
@@ -198,16 +199,43 @@ def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(xc * rc).flatten(-2).type_as(x)
 
 
-class KVCache:
-    """Static per-layer key/value storage, indexed by absolute sequence position.
+class KVCache(nn.Module):
+    """Static key/value storage of one attention layer, indexed by absolute sequence position.
 
-    Stale entries past the valid length are never read (the attention window
-    ends at each query's own position), so rolling back is free.
+    Allocated once (``Transformer.setup_caches``) and written in place at tensor
+    positions (``update``), so shapes never change between steps — what
+    ``torch.compile`` and CUDA graphs need. Attention reads the whole cache;
+    the causal mask hides every entry past each query's own position, so stale
+    entries (a rolled-back draft, the previous image) are never attended to and
+    rolling back is free.
     """
 
-    def __init__(self, batch: int, n_kv_head: int, length: int, head_dim: int, dtype, device):
-        self.k = torch.zeros(batch, n_kv_head, length, head_dim, dtype=dtype, device=device)
-        self.v = torch.zeros_like(self.k)
+    def __init__(self, max_batch_size: int, max_seq_len: int, n_kv_head: int, head_dim: int, dtype, device=None):
+        super().__init__()
+        shape = (max_batch_size, n_kv_head, max_seq_len, head_dim)
+        self.register_buffer("k_cache", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+        self.register_buffer("v_cache", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+
+    def fits(self, max_batch_size: int, max_seq_len: int, dtype, device) -> bool:
+        b, _, length, _ = self.k_cache.shape
+        want, have = torch.device(device), self.k_cache.device
+        same_device = want.type == have.type and (want.index is None or want.index == have.index)
+        return b >= max_batch_size and length == max_seq_len and self.k_cache.dtype == dtype and same_device
+
+    def reset(self) -> None:
+        """Zero both caches in place: a new sequence never sees the last one's numbers, not even
+        masked (a masked non-finite value would still poison attention's sums)."""
+        self.k_cache.zero_()
+        self.v_cache.zero_()
+
+    def update(self, input_pos: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        """Write k, v (B, H, S, D) at positions ``input_pos`` (S,) of the first B rows;
+        → this layer's whole (B, H, max_seq_len, D) keys and values."""
+        b = k.shape[0]
+        k_out, v_out = self.k_cache[:b], self.v_cache[:b]
+        k_out.index_copy_(2, input_pos, k.to(k_out.dtype))
+        v_out.index_copy_(2, input_pos, v.to(v_out.dtype))
+        return k_out, v_out
 
 
 class Attention(nn.Module):
@@ -223,24 +251,23 @@ class Attention(nn.Module):
         self.wo = nn.Linear(args.dim, args.dim, bias=False)
         self.attn_dropout_p = args.attn_dropout_p
         self.resid_dropout = nn.Dropout(args.resid_dropout_p)
-        self.cache: Optional[KVCache] = None
+        self.kv_cache: Optional[KVCache] = None
 
-    def forward(self, x, rope, mask, start: Optional[int] = None):
+    def forward(self, x, rope, mask, input_pos: Optional[torch.Tensor] = None, kv_len: Optional[int] = None):
         """x: (B, S, dim). Without a cache (training) ``mask`` covers the S×S block;
-        with a cache, the new keys are written at ``start .. start+S`` and ``mask``
-        is (B or 1, 1, S, start+S)."""
+        with one, the new keys are written at ``input_pos`` (S,) and the queries
+        attend to the cache's first ``kv_len`` positions (None: all of it); ``mask``
+        is (B or 1, 1, S, that many)."""
         b, s, _ = x.shape
         kv = self.n_kv_head * self.head_dim
         q, k, v = self.wqkv(x).split([self.dim, kv, kv], dim=-1)
         q = apply_rope(q.view(b, s, self.n_head, self.head_dim), rope).transpose(1, 2)
         k = apply_rope(k.view(b, s, self.n_kv_head, self.head_dim), rope).transpose(1, 2)
         v = v.view(b, s, self.n_kv_head, self.head_dim).transpose(1, 2)
-        if self.cache is not None and start is not None:
-            end = start + s
-            self.cache.k[:, :, start:end] = k
-            self.cache.v[:, :, start:end] = v
-            k = self.cache.k[:, :, :end]
-            v = self.cache.v[:, :, :end]
+        if self.kv_cache is not None and input_pos is not None:
+            k, v = self.kv_cache.update(input_pos, k, v)
+            if kv_len is not None:
+                k, v = k[:, :, :kv_len], v[:, :, :kv_len]
         if self.n_kv_head != self.n_head:
             rep = self.n_head // self.n_kv_head
             k = k.repeat_interleave(rep, dim=1)
@@ -261,8 +288,8 @@ class TransformerBlock(nn.Module):
         self.attention_norm = RMSNorm(args.dim, args.norm_eps)
         self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
 
-    def forward(self, x, rope, mask, start=None):
-        h = x + self.attention(self.attention_norm(x), rope, mask, start)
+    def forward(self, x, rope, mask, input_pos=None, kv_len=None):
+        h = x + self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len)
         return h + self.feed_forward(self.ffn_norm(h))
 
 
@@ -298,7 +325,9 @@ class Transformer(nn.Module):
         self.register_buffer(
             "rope", rope_table(args.grid_size, head_dim, args.rope_base, args.cls_token_num), persistent=False
         )
-        self._mask: Optional[torch.Tensor] = None  # (B, 1, L, L) bool, set by setup_cache
+        # (max batch, 1, L, L) bool: which keys each query may attend to; allocated by setup_caches,
+        # filled for each sequence by setup_cache (causal, caption padding masked out)
+        self.register_buffer("attn_mask", None, persistent=False)
         self.cache_batch = 0
         self.reset_parameters()
 
@@ -364,33 +393,64 @@ class Transformer(nn.Module):
         return self.teacher_forced_logits(idx, cond, caption_mask)
 
     # ---------------------------------------------------------------- cached inference
-    def setup_cache(self, batch: int, caption_mask: Optional[torch.Tensor] = None, dtype=None, device=None):
-        """Allocate the static KV cache and attention mask for one generation of ``batch`` rows."""
+    def setup_caches(self, max_batch_size: int, max_seq_len: Optional[int] = None, dtype=None, device=None) -> None:
+        """Allocate the static KV caches and the mask buffer for up to ``max_batch_size``
+        rows of ``max_seq_len`` positions (default: prefix + image). Idempotent: when
+        the caches already fit (as many rows or more, as long, same dtype and device),
+        nothing is allocated and what they hold is left to the next ``setup_cache``."""
         p = next(self.parameters())
         dtype = dtype or p.dtype
         device = device or p.device
-        length = self.seq_len
+        length = max_seq_len or self.seq_len
+        if not 1 <= length <= self.seq_len:
+            raise ValueError(f"max_seq_len must be in [1, {self.seq_len}] (prefix + image), got {length}")
+        caches = [layer.attention.kv_cache for layer in self.layers]
+        if all(c is not None and c.fits(max_batch_size, length, dtype, device) for c in caches):
+            return
         for layer in self.layers:
             a = layer.attention
-            a.cache = KVCache(batch, a.n_kv_head, length, a.head_dim, dtype, device)
-        self._mask = self._full_mask(batch, caption_mask, length, device)
+            a.kv_cache = KVCache(max_batch_size, length, a.n_kv_head, a.head_dim, dtype, device)
+        self.attn_mask = torch.zeros(max_batch_size, 1, length, length, dtype=torch.bool, device=device)
+
+    def setup_cache(self, batch: int, caption_mask: Optional[torch.Tensor] = None, dtype=None, device=None):
+        """Start a sequence of ``batch`` rows: the caches set up (reused when they fit)
+        and zeroed, the attention mask written for this caption's padding."""
+        self.setup_caches(batch, self.seq_len, dtype, device)
+        for layer in self.layers:
+            layer.attention.kv_cache.reset()
+        self.attn_mask[:batch] = self._full_mask(batch, caption_mask, self.seq_len, self.attn_mask.device)
         self.cache_batch = batch
 
     def clear_cache(self):
+        """Free the KV caches (the next setup_cache allocates them again)."""
         for layer in self.layers:
-            layer.attention.cache = None
-        self._mask = None
+            layer.attention.kv_cache = None
+        self.attn_mask = None
         self.cache_batch = 0
 
-    def forward_cached(self, h: torch.Tensor, start: int) -> torch.Tensor:
-        """Run embedded inputs h (B, S, dim) at positions start..start+S through the
-        cached stack; returns final (normed) hidden states (B, S, dim)."""
-        s = h.shape[1]
-        end = start + s
-        mask = self._mask[:, :, start:end, :end]
-        rope = self.rope[start:end]
+    def positions(self, first: int, count: int) -> torch.Tensor:
+        """Sequence positions first .. first+count-1 as a tensor on the model's device."""
+        return torch.arange(first, first + count, device=self.rope.device)
+
+    def forward_cached(self, h: torch.Tensor, input_pos: "torch.Tensor | int") -> torch.Tensor:
+        """Run embedded inputs h (B, S, dim) at sequence positions ``input_pos`` through
+        the cached stack; returns final (normed) hidden states (B, S, dim).
+
+        A tensor ``input_pos`` (S,) attends over the whole cache: every shape is the
+        same at every step, as ``torch.compile`` / CUDA graphs want. An int is the
+        first of S consecutive positions, and attention then reads the cache only up
+        to the last of them — what eager decoding runs (the causal mask hides the
+        rest anyway, and skipping it saves ~5-10 % of a 25-token verify on a CPU).
+        """
+        b, s = h.shape[:2]
+        kv_len = None
+        if not torch.is_tensor(input_pos):
+            kv_len = input_pos + s
+            input_pos = self.positions(input_pos, s)
+        mask = self.attn_mask[:b, :, input_pos, :kv_len]
+        rope = self.rope[input_pos]
         for layer in self.layers:
-            h = layer(h, rope, mask, start)
+            h = layer(h, rope, mask, input_pos, kv_len)
         return self.norm(h)
 
     @torch.no_grad()
