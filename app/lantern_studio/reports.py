@@ -1,7 +1,7 @@
 """What a bench report says beyond its rows: the machine it was measured on and
 the row its speed-ups are relative to.
 
-Shared by the bench that writes reports (eval/bench.py) and the model card that
+Shared by the bench that writes reports (eval/bench/) and the model card that
 quotes them (training/ship.py), which is why it sits below both
 (docs/architecture.md).
 """

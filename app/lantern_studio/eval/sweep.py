@@ -4,7 +4,7 @@
 settings, plus the vanilla reference (no drafter), on the same prompts and
 seeds, and records one manifest line per image (commands/batch_plan.py). This
 module turns those lines into rows with the bench's definitions
-(eval/bench.py): the speed-up is the median over (prompt, seed) pairs of
+(eval/bench/): the speed-up is the median over (prompt, seed) pairs of
 vanilla's seconds over the setting's seconds, end to end, with its IQR and
 range; tokens per target forward counts the prefill's forward; prompt fidelity
 (recogniser top-5 contains the prompt's subgroup) and a Fréchet distance to

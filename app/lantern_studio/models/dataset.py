@@ -1,7 +1,7 @@
 """Reading a built emoji dataset folder: the format every user of the data shares.
 
 ``lantern-studio train data`` (training/data.py) writes the folder; the
-trainers, the recogniser and the bench's quality references (eval/bench.py)
+trainers, the recogniser and the bench's quality references (eval/bench/)
 read it through here, so eval never imports the training code::
 
     images.npy     (N, 64, 64, 3) uint8, on white

@@ -1,0 +1,143 @@
+"""The decoding methods the bench compares: one :class:`Method` per configuration,
+the default grid (:func:`method_grid`) and ``--methods`` selection."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from .schema import BenchError
+
+
+# The default grid (docs/bench.md, "Methods"; the LANTERN paper sweeps k and δ the same way).
+LANTERN_KS = (16, 64, 256)
+LANTERN_DELTAS = (0.05, 0.1, 0.2, 0.4)
+PLUS_K = 64
+PLUS_LAMS = (2.0, 4.0)
+JACOBI_RELAXED = ((64, 0.2), (64, 0.4), (256, 0.2), (256, 0.4))  # (k, δ) on Jacobi drafts; --quick: the first
+# Coupled (MC-SJD) Jacobi windows converge, so longer windows pay: (k, δ, draft length); δ = 0 is exact.
+JACOBI_LONG = ((0, 0.0, 24), (64, 0.2, 16), (64, 0.2, 24), (256, 0.4, 16), (256, 0.4, 24))
+STEP_RELAXED = JACOBI_RELAXED  # the step bound at LANTERN's Jacobi points (equal δ), ...
+STEP_ADAPTIVE = ((256, 0.4),)  # ... and with entropy-adaptive δ
+QUICK_LANTERN = ((64, 0.1), (256, 0.4))
+
+
+def _fmt_num(x: float) -> str:
+    return f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Method:
+    """One decoding configuration; sampling settings come from the model."""
+
+    name: str
+    family: str  # vanilla | exact | lantern | lantern++ | jacobi-relaxed | step
+    drafter: str = "none"
+    k: int = 0
+    delta: float = 0.0
+    lam: Optional[float] = None
+    precision: Optional[str] = None  # None: the precision the bench runs speculative methods in
+    coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: plain SJD
+    draft_length: Optional[int] = None  # None: the model's default
+    bound: str = "lantern"  # GenerationSettings.bound
+    adaptive: bool = False  # entropy-adaptive δ
+    measure_tv: bool = False  # measure each step's TV from the target (bench --measure-tv)
+
+    @property
+    def label(self) -> str:
+        if self.family == "vanilla":
+            return "vanilla AR" + (f" ({self.precision})" if self.precision else "")
+        window = "" if self.draft_length is None else f", window {self.draft_length}"
+        if self.family == "exact":
+            return f"exact speculative ({self.drafter}{'' if self.coupling else ', uncoupled SJD'}{window})"
+        if self.lam is not None:
+            return f"LANTERN++ {self.drafter} k={self.k} λ={_fmt_num(self.lam)}"
+        if self.bound == "step":
+            ad = " adaptive" if self.adaptive else ""
+            return f"step-bounded {self.drafter} k={self.k} δ={_fmt_num(self.delta)}{ad}{window}"
+        what = "Jacobi + relaxation" if self.family == "jacobi-relaxed" else f"LANTERN {self.drafter}"
+        if not self.coupling:
+            what += " (uncoupled SJD)"
+        return f"{what} k={self.k} δ={_fmt_num(self.delta)}{window}"
+
+    def key(self) -> tuple:
+        """What the engine sees (two names with the same key are the same run)."""
+        return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling, self.draft_length,
+                self.bound, self.adaptive)
+
+    def settings(self, base, seed: int):
+        s = base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam,
+                       coupling=self.coupling, bound=self.bound, adaptive_delta=self.adaptive,
+                       measure_tv=self.measure_tv)
+        return s if self.draft_length is None else s.with_(draft_length=self.draft_length)
+
+
+def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupling: bool = True,
+             draft_length: Optional[int] = None) -> Method:
+    tag = drafter if coupling else "sjd"
+    window = "" if draft_length is None else f"-L{draft_length}"
+    return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}{window}", family, drafter, k, float(delta),
+                  coupling=coupling, draft_length=draft_length)
+
+
+def _step(drafter: str, k: int, delta: float, adaptive: bool = False) -> Method:
+    return Method(f"step-{drafter}-k{k}-d{_fmt_num(delta)}{'-ad' if adaptive else ''}", "step", drafter, k,
+                  float(delta), bound="step", adaptive=adaptive)
+
+
+def _plus(drafter: str, k: int, lam: float) -> Method:
+    return Method(f"lantern++-{drafter}-k{k}-l{_fmt_num(lam)}", "lantern++", drafter, k, 0.0, float(lam))
+
+
+def vanilla_methods(precisions: Sequence[str] = ("fp32",)) -> list[Method]:
+    """One vanilla row per precision ("vanilla-fp32", "vanilla-bf16")."""
+    return [Method(f"vanilla-{p}", "vanilla", precision=p) for p in precisions]
+
+
+def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
+                ks: Sequence[int] = LANTERN_KS, deltas: Sequence[float] = LANTERN_DELTAS,
+                lams: Sequence[float] = PLUS_LAMS, vanilla_precisions: Sequence[str] = ("fp32",)) -> list[Method]:
+    """The methods to compare, vanilla first (one per precision). k is clipped to
+    V − 1; settings that end up identical after clipping are kept once (the first name)."""
+    kmax = max(0, int(vocab_size) - 1)
+
+    def clip(k: int) -> int:
+        return min(int(k), kmax)
+
+    relaxed = "eagle" if "eagle" in drafters else "jacobi"
+    out = vanilla_methods(vanilla_precisions)
+    out += [Method(f"exact-{d}", "exact", d) for d in ("eagle", "jacobi") if d in drafters]
+    if quick:
+        out += [_lantern(relaxed, clip(k), d) for k, d in QUICK_LANTERN]
+    else:
+        out += [_lantern(relaxed, clip(k), d) for k in ks for d in deltas]
+        out += [_plus(relaxed, clip(PLUS_K), lam) for lam in lams]
+    out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed") for k, d in JACOBI_RELAXED[: 1 if quick else None]]
+    if not quick:  # the uncoupled SJD baseline MC-SJD's coupling is measured against; long coupled windows
+        out += [Method(f"exact-jacobi-L{n}", "exact", "jacobi", draft_length=n) if k == 0 else
+                _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_LONG]
+        out += [Method("exact-sjd", "exact", "jacobi", coupling=False)]
+        out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", coupling=False) for k, d in JACOBI_RELAXED[:1]]
+        out += [_step("jacobi", clip(k), d) for k, d in STEP_RELAXED]
+        out += [_step("jacobi", clip(k), d, adaptive=True) for k, d in STEP_ADAPTIVE]
+    seen, unique = set(), []
+    for m in out:
+        if m.key() not in seen:
+            seen.add(m.key())
+            unique.append(m)
+    return unique
+
+
+def select_methods(methods: Sequence[Method], patterns: Optional[Sequence[str]]) -> list[Method]:
+    """Keep the methods whose name or family matches one of the glob ``patterns``
+    (commas also separate patterns). Vanilla, the reference, is always kept."""
+    if not patterns:
+        return list(methods)
+    pats = [p.strip() for item in patterns for p in str(item).split(",") if p.strip()]
+    for p in pats:
+        if not any(fnmatch.fnmatchcase(m.name, p) or fnmatch.fnmatchcase(m.family, p) for m in methods):
+            raise BenchError(f"--methods: {p!r} matches none of: {', '.join(m.name for m in methods)}")
+    keep = [m for m in methods
+            if m.family == "vanilla" or any(fnmatch.fnmatchcase(m.name, p) or fnmatch.fnmatchcase(m.family, p) for p in pats)]
+    return keep

@@ -1,0 +1,143 @@
+"""Statistics of a method's samples against the reference (speed-up median, IQR,
+tokens per forward, quality …) and the default pick among the methods."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ...reports import reference_of
+from .methods import Method
+from .quality import Quality
+from .sample import Sample
+
+
+def _q(values, q):
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
+
+
+def _ratio(a, b):
+    return a / b if b else None
+
+
+def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sample], quality: Optional[Quality] = None,
+              subgroups: Optional[Sequence[Optional[str]]] = None) -> dict:
+    """One method's row of the report from its samples and vanilla's (same prompts, same order)."""
+    st = [s.stats for s in samples]
+    secs = [s.seconds for s in samples]
+    dsecs = [s.stats.get("wall_seconds") or 0.0 for s in samples]
+    ratios = [v.seconds / s.seconds for v, s in zip(vanilla, samples) if s.seconds > 0]
+    dratios = [(v.stats.get("wall_seconds") or 0.0) / d for v, d in zip(vanilla, dsecs) if d > 0]
+
+    def total(key):
+        return float(sum(x.get(key) or 0 for x in st))
+
+    n = len(samples)
+    tokens, fwd = total("tokens"), total("target_forwards") + n  # + the prefill forward per image
+    wall = total("wall_seconds")
+    per_prompt = []
+    for s, v in zip(samples, vanilla):
+        x = s.stats
+        per_prompt.append({
+            "prompt_index": s.prompt_index, "prompt": s.prompt, "seed": s.seed, "seconds": s.seconds,
+            "decode_seconds": x.get("wall_seconds"), "speedup": _ratio(v.seconds, s.seconds),
+            "tokens": x.get("tokens"), "target_forwards": (x.get("target_forwards") or 0) + 1,
+            "drafter_forwards": x.get("drafter_forwards"), "drafted": x.get("drafted"), "accepted": x.get("accepted"),
+            "accepted_relaxed": x.get("accepted_relaxed"), "mean_accepted_length": x.get("mean_accepted_length"),
+            "drafter_seconds": x.get("drafter_seconds"),
+        })
+    row = {
+        "name": method.name, "label": method.label, "family": method.family, "drafter": method.drafter,
+        "k": method.k, "delta": method.delta, "lam": method.lam, "bound": method.bound,
+        "settings": {k: v for k, v in (st[0].get("settings") or {}).items() if k != "seed"} if st else None,
+        "images": n,
+        "seconds_median": _q(secs, 50), "seconds_mean": float(np.mean(secs)) if secs else None,
+        "decode_seconds_median": _q(dsecs, 50),
+        "speedup_median": _q(ratios, 50), "speedup_q25": _q(ratios, 25), "speedup_q75": _q(ratios, 75),
+        "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None,
+        "decode_speedup_median": _q(dratios, 50),
+        "tokens_per_image": tokens / n if n else None,
+        "target_forwards_per_image": fwd / n if n else None,
+        "drafter_forwards_per_image": total("drafter_forwards") / n if n else None,
+        "mean_accepted_length": tokens / fwd if fwd else None,
+        "acceptance_rate": _ratio(total("accepted"), total("drafted")) if total("drafted") else None,
+        "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
+        "drafter_cost_share": _ratio(total("drafter_seconds"), wall) if wall else None,
+        "tokens_per_second": _ratio(tokens, sum(secs)) if sum(secs) else None,
+        # a round = one target forward after the prefill (a vanilla step or a verify)
+        "rounds_per_image": total("target_forwards") / n if n else None,
+        "forward_ms_per_round": _ratio(1e3 * total("target_seconds"), total("target_forwards")),
+        "overhead_ms_per_round": _ratio(1e3 * (wall - total("target_seconds") - total("drafter_seconds")
+                                               - total("prefill_seconds")), total("target_forwards")),
+        "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
+        # the relaxation's per-step bounds summed over an image (a TV bound for the step bound)
+        "tv_budget_per_image": total("tv_budget_total") / n if n else None,
+        # measured (--measure-tv): exact TV(step output, target) over the steps that decided a token
+        "step_tv_mean": _ratio(total("step_tv_sum"), total("step_tv_slots")) if total("step_tv_slots") else None,
+        "step_tv_max": max((x["step_tv_max"] for x in st if x.get("step_tv_max") is not None), default=None),
+        "per_prompt": per_prompt,
+    }
+    if quality is not None and quality.recogniser is not None and samples:
+        images = np.stack([s.image for s in samples])
+        rec = quality.recogniser
+        if subgroups is not None:
+            def known(sg):  # a subgroup name, or a list of acceptable ones
+                names = [sg] if isinstance(sg, str) else list(sg or [])
+                names = [x for x in names if x in rec.index]
+                return names or None
+
+            labels = [known(sg) for sg in subgroups[:n]]
+            if any(sg is not None for sg in labels):
+                from ..metrics import prompt_fidelity
+
+                row["prompt_fidelity"] = prompt_fidelity(rec, images, labels, k=5)
+        if quality.real_features is not None and n >= 2:
+            from ..metrics import frechet_distance
+
+            row["frechet_distance"] = frechet_distance(rec.features(images), quality.real_features)
+    return row
+
+
+def pick_default(results, max_fidelity_drop: float = 0.03) -> Optional[dict]:
+    """The setting to recommend: the best median speed-up whose prompt fidelity
+    stays within ``max_fidelity_drop`` (fidelity is a fraction: 0.03 = 3 points)
+    of vanilla's. If fidelity was not measured (no recogniser), the best speed-up
+    among all methods, ties broken by mean accepted length — quality unchecked.
+
+    ``results`` is the report's ``methods`` list (or the report itself).
+    Returns the entry's numbers and the criterion used, or None if empty.
+    """
+    rows = results["methods"] if isinstance(results, dict) else list(results)
+    if not rows:
+        return None
+    vanilla = reference_of(rows)
+    v_fid = vanilla.get("prompt_fidelity") if vanilla else None
+
+    def speed(r):
+        s = r.get("speedup_median")
+        return s if s is not None else -math.inf
+
+    def mal(r):
+        m = r.get("mean_accepted_length")
+        return m if m is not None else -math.inf
+
+    if v_fid is not None:
+        ok = [r for r in rows if r.get("prompt_fidelity") is not None
+              and r["prompt_fidelity"] >= v_fid - max_fidelity_drop - 1e-12]
+        best = max(ok, key=lambda r: (speed(r), r["prompt_fidelity"], mal(r)))
+        criterion = (f"best median speed-up with prompt fidelity within {max_fidelity_drop * 100:g} points "
+                     f"of vanilla ({v_fid:.3f})")
+    else:
+        best = max(rows, key=lambda r: (speed(r), mal(r)))
+        criterion = ("no fidelity measured: best median speed-up (ties by mean accepted length); "
+                     "quality unchecked")
+    return {
+        "name": best["name"], "label": best.get("label"), "family": best.get("family"),
+        "drafter": best.get("drafter"), "k": best.get("k"), "delta": best.get("delta"), "lam": best.get("lam"),
+        "draft_length": best.get("draft_length"), "speedup_median": best.get("speedup_median"), "speedup_q25": best.get("speedup_q25"),
+        "speedup_q75": best.get("speedup_q75"), "mean_accepted_length": best.get("mean_accepted_length"),
+        "prompt_fidelity": best.get("prompt_fidelity"), "fidelity_delta": best.get("fidelity_delta"),
+        "vanilla_fidelity": v_fid, "max_fidelity_drop": max_fidelity_drop, "criterion": criterion,
+    }
