@@ -146,7 +146,7 @@ def test_sdist_carries_resources_tests_and_packaging(installed):
                  f"resources/desktop/{APP_ID}.desktop", f"resources/desktop/{APP_ID}.metainfo.xml", "packaging/make_icons.py",
                  "app/lantern_studio/desktop.py", "packaging/lantern-studio.spec"):
         assert must in names, f"{must} missing from the sdist"
-    tests_here = {f"tests/{p.name}" for p in (ROOT / "tests").glob("test_*.py")}
+    tests_here = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("*.py") if "__pycache__" not in p.parts}
     assert tests_here <= names, sorted(tests_here - names)
     if BUNDLED_MANIFEST.is_file():
         assert "resources/models/emoji-64/model.json" in names

@@ -15,9 +15,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
-
-WAIT = 30000  # ms; generous for a loaded CI machine, never a timing assert
-
+from support.studio import WAIT, open_window, run_job  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -28,26 +26,6 @@ def tiny(tmp_path_factory):
 def slow(tmp_path_factory):
     """16×16 tokens, so a vanilla run takes 256 steps: room to cancel mid-run."""
     return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "slow", grid=16, layers=4, dim=128)
-
-
-def open_window(qtbot, folder):
-    from lantern_studio.gui.app import create_main_window
-
-    w = create_main_window(str(folder) if folder is not None else None)
-    qtbot.addWidget(w)
-    w.confirm = lambda title, text: True
-    w.show()
-    if folder is not None:
-        qtbot.waitUntil(lambda: w.model_info is not None, timeout=WAIT)
-    return w
-
-
-def run_job(qtbot, w, prompt="a red heart"):
-    w.controls.set_prompt(prompt)
-    job = w.generate()
-    assert job is not None, w.banner.text()
-    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
-    return job, w.last_result
 
 
 def test_generate_fills_canvas_and_writes_history(qtbot, tiny):

@@ -20,7 +20,7 @@ from lantern_studio.engine.decode import Decoding, generate_tokens
 from lantern_studio.engine.drafters import Drafter, JacobiDrafter
 from lantern_studio.engine.sampling import probs_from_logits
 from lantern_studio.engine.settings import GenerationSettings, SettingsError
-from tiny import tiny_gpt
+from support.tiny import tiny_gpt
 
 CASES = [(seed, v) for seed, v in zip(range(8), (8, 9, 10, 11, 12, 8, 10, 12))]
 KD = [(1, 0.05), (2, 0.1), (3, 0.3), (5, 0.5), (7, 1.0)]

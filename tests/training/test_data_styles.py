@@ -1,6 +1,6 @@
 """Dataset v2: Iconify SVG styles aligned to emojibase identities, and the
 identity-balanced sampler. Fixtures are made here (tiny SVG sets beside the
-fake PNG packages of test_data); no npm, no network."""
+fake PNG packages of support/emoji_packages.py); no npm, no network."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from lantern_studio.training import data, iconify
-from test_data import HELD, PLAIN, THUMBS, _make_packages
+from support.emoji_packages import HELD, PLAIN, THUMBS, _make_packages
 
 STYLE_COLOURS = {"fluent-flat": "#c81e1e", "fluent-color": "#1ec81e", "emojione": "#1e1ec8"}
 

@@ -12,8 +12,7 @@ import pytest
 from lantern_studio.models import hub
 from lantern_studio.models.hub import (DownloadCancelled, HubError, HubFile, HubUnavailable, IntegrityError,
                                        NotDownloaded, NotEnoughSpace)
-from test_hub_support import (C2I_REPO, free_port, go_offline, hub_env, hub_server, one_torch_thread,  # noqa: F401
-                              tiny_catalogue, tiny_files)
+from support.hub import C2I_REPO, free_port, go_offline, tiny_files
 
 
 def _files(*names, repo=C2I_REPO):
@@ -216,3 +215,15 @@ def test_verify_says_what_it_could_not_check(hub_server, tiny_catalogue, capsys,
     assert main(["models", "verify", "tiny-c2i"]) == 0
     cap = capsys.readouterr()
     assert "could not be checked" in cap.out and "cannot be checked" in cap.err
+
+
+def test_server_speaks_the_hub_protocol(hub_server):
+    """The fake hub answers like the real file endpoints (sanity for every other test)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    url = hf_hub_url(C2I_REPO, "vq_tiny.pt", endpoint=hub_server.url)
+    meta = get_hf_file_metadata(url, endpoint=hub_server.url)
+    data = tiny_files()[(C2I_REPO, "vq_tiny.pt")]
+    assert meta.size == len(data)
+    assert meta.etag == hashlib.sha256(data).hexdigest()
+    assert meta.commit_hash == hub_server.commits[C2I_REPO]

@@ -1,4 +1,5 @@
-"""Shared helpers for the hub and catalogue tests (no network: everything is local).
+"""Shared helpers for the hub, catalogue and Models-dialog tests (no network: everything is local).
+Their fixtures (hub_env, hub_server, tiny_catalogue) are in tests/conftest.py.
 
 * :class:`HubServer` — an HTTP server on 127.0.0.1 serving files the way the
   Hugging Face Hub's file endpoints do: ``HEAD``/``GET /{repo}/resolve/{revision}/{filename}``
@@ -22,7 +23,6 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
 import torch
 
 C2I_REPO = "test-org/tiny-llamagen"
@@ -267,68 +267,8 @@ def tiny_entries(files: dict):
     return c2i, t2i
 
 
-# --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny models: one intra-op thread (with busy cores, more threads make tiny ops ~100× slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture
-def hub_env(tmp_path, monkeypatch):
-    """A private HF cache in tmp_path, online mode, no token, HF_ENDPOINT unset (tests set it)."""
-    from huggingface_hub import constants
-
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN",
-                "HF_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    return tmp_path / "hf" / "hub"
-
-
-@pytest.fixture
-def hub_server(hub_env, monkeypatch):
-    """The local hub with both tiny models, HF_ENDPOINT pointing at it."""
-    server = HubServer()
-    for (repo, name), data in tiny_files().items():
-        server.add(repo, name, data)
-    server.start()
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def tiny_catalogue():
-    """The tiny entries, registered in the catalogue for one test."""
-    from lantern_studio.models.catalogue import temporary_entry
-
-    c2i, t2i = tiny_entries(tiny_files())
-    with temporary_entry(c2i), temporary_entry(t2i):
-        yield c2i, t2i
-
-
 def go_offline(monkeypatch):
     from huggingface_hub import constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-
-
-def test_server_speaks_the_hub_protocol(hub_server):
-    """The fake hub answers like the real file endpoints (sanity for every other test)."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-
-    url = hf_hub_url(C2I_REPO, "vq_tiny.pt", endpoint=hub_server.url)
-    meta = get_hf_file_metadata(url, endpoint=hub_server.url)
-    data = tiny_files()[(C2I_REPO, "vq_tiny.pt")]
-    assert meta.size == len(data)
-    assert meta.etag == hashlib.sha256(data).hexdigest()
-    assert meta.commit_hash == hub_server.commits[C2I_REPO]

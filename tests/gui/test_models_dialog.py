@@ -8,9 +8,8 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from lantern_studio.models import catalogue, hub  # noqa: E402
-from test_gui import WAIT, open_window  # noqa: E402
-from test_hub_support import (go_offline, hub_env, hub_server, one_torch_thread,  # noqa: E402,F401
-                              tiny_catalogue, tiny_files)
+from support.hub import go_offline  # noqa: E402
+from support.studio import WAIT, open_window  # noqa: E402
 
 
 def rows(dialog):

@@ -1,4 +1,4 @@
-"""Tiny models built in tests (nothing downloads)."""
+"""Tiny models built in tests (nothing downloads), and their logits read through the KV cache."""
 
 from __future__ import annotations
 
@@ -47,3 +47,24 @@ def caption(batch=1, length=5, dim=12, valid=3, seed=0):
     mask = torch.zeros(batch, length, dtype=torch.bool)
     mask[:, length - valid :] = True
     return emb * mask[..., None], mask
+
+
+def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True, keep=False):
+    """Logits for every image slot via the KV cache: prefill, a 1-token step, a
+    multi-token verify call, a garbage call that is then rolled back. ``keep``:
+    leave the caches allocated afterwards."""
+    b, t = idx.shape
+    gpt.setup_cache(b, mask)
+    first, _ = gpt.prefill(cond)
+    rows = [first[:, None]]
+    l1, _ = gpt.step(idx[:, :1], 0)  # one token
+    rows.append(l1)
+    if garbage_rollback:
+        gpt.step((idx[:, 1:4] + 1) % gpt.vocab_size, 1)  # wrong tokens, to be overwritten
+    l2, _ = gpt.step(idx[:, 1:4], 1)  # verify 3 at once
+    rows.append(l2)
+    l3, _ = gpt.step(idx[:, 4:t], 4)
+    rows.append(l3)
+    if not keep:
+        gpt.clear_cache()
+    return torch.cat(rows, dim=1)

@@ -9,8 +9,7 @@ import torch
 from lantern_studio.engine.checkpoints import CheckpointError
 from lantern_studio.engine.text import ClassConditioner, PromptError
 from lantern_studio.models import catalogue
-from test_hub_support import (CAPTION_LEN, go_offline, hub_env, hub_server, one_torch_thread,  # noqa: F401
-                              tiny_catalogue)
+from support.hub import CAPTION_LEN, go_offline
 
 # --------------------------------------------------------------------------- official entries
 

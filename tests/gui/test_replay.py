@@ -14,7 +14,7 @@ from lantern_studio.gui.jobs import UNFILLED  # noqa: E402
 from lantern_studio.gui.replay import Recording, ReplayError, recording_of  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 
-from test_gui import WAIT, open_window, run_job  # noqa: E402
+from support.studio import WAIT, open_window, run_job  # noqa: E402
 
 
 @pytest.fixture(scope="module")

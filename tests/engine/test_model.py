@@ -5,28 +5,7 @@ import torch
 
 from lantern_studio.engine import CheckpointError, load_gpt, load_llamagen_gpt, save_gpt, save_llamagen_gpt
 from lantern_studio.engine.model import GPT_PRESETS, Transformer, preset_args, rope_table
-from tiny import caption, tiny_gpt
-
-
-def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True, keep=False):
-    """Logits for every image slot via the KV cache: prefill, a 1-token step, a
-    multi-token verify call, a garbage call that is then rolled back. ``keep``:
-    leave the caches allocated afterwards."""
-    b, t = idx.shape
-    gpt.setup_cache(b, mask)
-    first, _ = gpt.prefill(cond)
-    rows = [first[:, None]]
-    l1, _ = gpt.step(idx[:, :1], 0)  # one token
-    rows.append(l1)
-    if garbage_rollback:
-        gpt.step((idx[:, 1:4] + 1) % gpt.vocab_size, 1)  # wrong tokens, to be overwritten
-    l2, _ = gpt.step(idx[:, 1:4], 1)  # verify 3 at once
-    rows.append(l2)
-    l3, _ = gpt.step(idx[:, 4:t], 4)
-    rows.append(l3)
-    if not keep:
-        gpt.clear_cache()
-    return torch.cat(rows, dim=1)
+from support.tiny import caption, incremental_logits, tiny_gpt
 
 
 @pytest.mark.parametrize("kind", ["c2i", "t2i"])

@@ -11,9 +11,8 @@ import torch
 from lantern_studio.engine import precision
 from lantern_studio.engine.drafters import EagleDrafter, JacobiDrafter
 from lantern_studio.engine.model import rope_table
-from test_decode import N_SAMPLES, SETTINGS, TV_TOLERANCE, PoorDrafter, empirical_joint3, exact_joint3, tv
-from test_model import incremental_logits
-from tiny import caption, tiny_eagle, tiny_gpt
+from support.lossless import N_SAMPLES, SETTINGS, TV_TOLERANCE, PoorDrafter, empirical_joint3, exact_joint3, tv
+from support.tiny import caption, incremental_logits, tiny_eagle, tiny_gpt
 
 # bf16 keeps 8 significant bits: a relative error of 2^-8 ≈ 0.4 % per rounding; through two
 # layers and a 32-way output head the logits (|logit| ≲ 10 here) agree to ~0.1-0.2.
