@@ -201,8 +201,18 @@ RECIPE = [
     "    --vq ~/.cache/lantern-studio/runs/ship2/vq/vq.safetensors --eagle ~/.cache/lantern-studio/runs/ship2/eagle/eagle.safetensors \\\n"
     "    --recogniser ~/.cache/lantern-studio/runs/ship2/recogniser/recogniser.safetensors --bench-json docs/bench-common-emoji64.json \\\n"
     "    --grid   # model.json defaults: draft_length 24 (DEFAULTS says why)",
+    "# session 4 (2026-12-01, same machine kind): the v2 run resumed from its step-1196 checkpoint with the same",
+    "# train ar command (1 thread beside other work, paused for benches) and stopped after the step-1659 checkpoint",
+    "# (wall 12443 s in all; held-out NLL 2.335 at 1500, train 1.632). NOT shipped: on 96 common prompts (bench",
+    "# --model FOLDER --prompts common_prompts.json --n 96 --methods vanilla-fp32) its EMA weights score subgroup",
+    "# top-5 0.354 / Fréchet 102.1 against the shipped step-1093 weights' 0.375 / 98.2 (cfg 6: 0.344 / 87.2;",
+    "# T 0.7: 0.292 / 143.0; defaults kept). Its EMA export is committed as the session-end snapshot:",
+    "lantern-studio train ar --vq ~/.cache/lantern-studio/runs/vq-ship1.safetensors --run RUN_COPY \\\n"
+    "    --layers 6 --dim 256 --heads 8 --steps 40000 --lr 5e-4 --warmup 100 --ema 0.999 --export  # -> snapshots/emoji-64-ar-v2-step1659-ema.safetensors",
+    "#   (RUN_COPY: a folder holding a copy of runs/ar-v2/ckpt.pt, so the shipped weights' export there stays as it was)",
+    "#   (sha256 37833d76684a5259adbeff42a06d48b9de418fc40be444fe09b35e57527a46f6)",
     "# to continue on a new machine (no optimizer state in git): the same train ar command with a new --run folder and",
-    "#   --init-from resources/models/emoji-64/gpt.safetensors --start-step <the AR step in the table below>",
+    "#   --init-from snapshots/emoji-64-ar-v2-step1659-ema.safetensors --start-step 1659",
 ]
 
 
