@@ -23,6 +23,7 @@ import numpy as np
 
 from ..engine.files import atomic_write
 from ..reports import reference_of
+from .bench.summary import _ratio, speed_fields
 from .metrics import frechet_distance, prompt_fidelity
 from .plots import tradeoff_plot
 
@@ -58,14 +59,6 @@ def family_of(settings: dict, vanilla: bool = False) -> str:
     return "lantern++" if settings.get("lam") is not None else "lantern"
 
 
-def _q(values, q):
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
-
-
-def _ratio(a, b):
-    return a / b if b else None
-
-
 def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entries: dict,
               vanilla: Optional[dict] = None) -> dict:
     """One row from its items' manifest lines (``entries``: key → line) and the
@@ -75,10 +68,6 @@ def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entrie
     secs = [float(r.get("seconds") or 0.0) for r in rows]
     dsecs = [float(s.get("wall_seconds") or 0.0) for s in st]
     n = len(rows)
-
-    def total(key):
-        return float(sum(s.get(key) or 0 for s in st))
-
     ratios, dratios, per_prompt = [], [], []
     for r, sec, dsec in zip(rows, secs, dsecs):
         v = (vanilla or {}).get(pair_key(r))
@@ -92,8 +81,6 @@ def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entrie
         per_prompt.append({"prompt": r.get("prompt"), "seed": r.get("seed"), "seconds": sec, "speedup": ratio,
                            "tokens": x.get("tokens"), "target_forwards": (x.get("target_forwards") or 0) + 1,
                            "worker": r.get("worker"), "file": r.get("file"), "key": r.get("key")})
-    tokens, fwd = total("tokens"), total("target_forwards") + n  # + the prefill forward per image
-    wall = total("wall_seconds")
     settings = {k: v for k, v in (rows[0].get("settings") or {}).items() if k != "seed"} if rows else None
     s = settings or {}
     return {
@@ -103,19 +90,7 @@ def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entrie
         "bound": s.get("bound"), "draft_length": s.get("draft_length"),
         "precision": rows[0].get("precision") if rows else None,
         "planned": len(keys), "images": n, "pairs": len(ratios),
-        "seconds_median": _q(secs, 50), "seconds_mean": float(np.mean(secs)) if secs else None,
-        "decode_seconds_median": _q(dsecs, 50),
-        "speedup_median": _q(ratios, 50), "speedup_q25": _q(ratios, 25), "speedup_q75": _q(ratios, 75),
-        "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None,
-        "decode_speedup_median": _q(dratios, 50),
-        "tokens_per_image": tokens / n if n else None,
-        "target_forwards_per_image": fwd / n if n else None,
-        "drafter_forwards_per_image": total("drafter_forwards") / n if n else None,
-        "mean_accepted_length": tokens / fwd if fwd else None,
-        "acceptance_rate": _ratio(total("accepted"), total("drafted")) if total("drafted") else None,
-        "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
-        "drafter_cost_share": _ratio(total("drafter_seconds"), wall) if wall else None,
-        "tokens_per_second": _ratio(tokens, sum(secs)) if sum(secs) else None,
+        **speed_fields(st, secs, dsecs, ratios, dratios),
         "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
         "per_prompt": per_prompt,
     }

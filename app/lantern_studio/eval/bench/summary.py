@@ -22,6 +22,34 @@ def _ratio(a, b):
     return a / b if b else None
 
 
+def speed_fields(stats: Sequence[dict], secs, dsecs, ratios, dratios) -> dict:
+    """The timing, speed-up and token fields a report row has, from its images' decode stats,
+    whole-generation and decode seconds, and the per-pair speed-ups against the reference
+    (shared by the bench's rows and the batch sweep's)."""
+    n = len(stats)
+
+    def total(key):
+        return float(sum(x.get(key) or 0 for x in stats))
+
+    tokens, fwd = total("tokens"), total("target_forwards") + n  # + the prefill forward per image
+    wall = total("wall_seconds")
+    return {
+        "seconds_median": _q(secs, 50), "seconds_mean": float(np.mean(secs)) if secs else None,
+        "decode_seconds_median": _q(dsecs, 50),
+        "speedup_median": _q(ratios, 50), "speedup_q25": _q(ratios, 25), "speedup_q75": _q(ratios, 75),
+        "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None,
+        "decode_speedup_median": _q(dratios, 50),
+        "tokens_per_image": tokens / n if n else None,
+        "target_forwards_per_image": fwd / n if n else None,
+        "drafter_forwards_per_image": total("drafter_forwards") / n if n else None,
+        "mean_accepted_length": tokens / fwd if fwd else None,
+        "acceptance_rate": _ratio(total("accepted"), total("drafted")) if total("drafted") else None,
+        "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
+        "drafter_cost_share": _ratio(total("drafter_seconds"), wall) if wall else None,
+        "tokens_per_second": _ratio(tokens, sum(secs)) if sum(secs) else None,
+    }
+
+
 def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sample], quality: Optional[Quality] = None,
               subgroups: Optional[Sequence[Optional[str]]] = None) -> dict:
     """One method's row of the report from its samples and vanilla's (same prompts, same order)."""
@@ -35,7 +63,6 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         return float(sum(x.get(key) or 0 for x in st))
 
     n = len(samples)
-    tokens, fwd = total("tokens"), total("target_forwards") + n  # + the prefill forward per image
     wall = total("wall_seconds")
     per_prompt = []
     for s, v in zip(samples, vanilla):
@@ -53,19 +80,7 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         "k": method.k, "delta": method.delta, "lam": method.lam, "bound": method.bound,
         "settings": {k: v for k, v in (st[0].get("settings") or {}).items() if k != "seed"} if st else None,
         "images": n,
-        "seconds_median": _q(secs, 50), "seconds_mean": float(np.mean(secs)) if secs else None,
-        "decode_seconds_median": _q(dsecs, 50),
-        "speedup_median": _q(ratios, 50), "speedup_q25": _q(ratios, 25), "speedup_q75": _q(ratios, 75),
-        "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None,
-        "decode_speedup_median": _q(dratios, 50),
-        "tokens_per_image": tokens / n if n else None,
-        "target_forwards_per_image": fwd / n if n else None,
-        "drafter_forwards_per_image": total("drafter_forwards") / n if n else None,
-        "mean_accepted_length": tokens / fwd if fwd else None,
-        "acceptance_rate": _ratio(total("accepted"), total("drafted")) if total("drafted") else None,
-        "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
-        "drafter_cost_share": _ratio(total("drafter_seconds"), wall) if wall else None,
-        "tokens_per_second": _ratio(tokens, sum(secs)) if sum(secs) else None,
+        **speed_fields(st, secs, dsecs, ratios, dratios),
         # a round = one target forward after the prefill (a vanilla step or a verify)
         "rounds_per_image": total("target_forwards") / n if n else None,
         "forward_ms_per_round": _ratio(1e3 * total("target_seconds"), total("target_forwards")),
