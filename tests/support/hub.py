@@ -182,16 +182,10 @@ def tiny_model_args(kind: str) -> dict:
 def tiny_gpt_bytes(kind: str, seed: int = 0) -> bytes:
     from lantern_studio.engine.model import ModelArgs, Transformer
 
+    from .tiny import randomise
+
     torch.manual_seed(seed)
-    m = Transformer(ModelArgs(**tiny_model_args(kind)))
-    with torch.no_grad():
-        for p in m.parameters():
-            p.normal_(0, 0.3)
-        for layer in m.layers:
-            layer.attention_norm.weight.fill_(1.0)
-            layer.ffn_norm.weight.fill_(1.0)
-        m.norm.weight.fill_(1.0)
-        m.output.weight.normal_(0, 0.6)
+    m = randomise(Transformer(ModelArgs(**tiny_model_args(kind))))
     return _pt_bytes({"model": m.state_dict()})
 
 

@@ -17,10 +17,8 @@ def tiny_args(model_type="c2i", vocab=16, grid=2, dim=32, layers=2, heads=4, cls
     )
 
 
-def tiny_gpt(model_type="c2i", seed=0, output_std=0.6, **kw) -> Transformer:
-    """A random tiny GPT whose next-token distributions are far from uniform."""
-    torch.manual_seed(seed)
-    m = Transformer(tiny_args(model_type, **kw))
+def randomise(m: Transformer, output_std: float = 0.6) -> Transformer:
+    """Weights drawn so the next-token distributions are far from uniform (norms kept at 1)."""
     with torch.no_grad():
         for p in m.parameters():
             p.normal_(0, 0.3)
@@ -29,7 +27,13 @@ def tiny_gpt(model_type="c2i", seed=0, output_std=0.6, **kw) -> Transformer:
             layer.ffn_norm.weight.fill_(1.0)
         m.norm.weight.fill_(1.0)
         m.output.weight.normal_(0, output_std)
-    return m.eval()
+    return m
+
+
+def tiny_gpt(model_type="c2i", seed=0, output_std=0.6, **kw) -> Transformer:
+    """A random tiny GPT whose next-token distributions are far from uniform."""
+    torch.manual_seed(seed)
+    return randomise(Transformer(tiny_args(model_type, **kw)), output_std).eval()
 
 
 def tiny_eagle(gpt: Transformer, seed=1) -> EagleHead:
