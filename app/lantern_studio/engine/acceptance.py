@@ -225,10 +225,6 @@ def lantern_output_distribution(p_row: torch.Tensor, q_row: torch.Tensor, relax:
     return out
 
 
-def _draw(weights: torch.Tensor, generator) -> int:
-    return int(sample(weights, generator))
-
-
 def verify_chain(
     p: torch.Tensor,
     drafts: torch.Tensor,
@@ -254,7 +250,7 @@ def verify_chain(
         return step_bound.verify_chain_step(p, drafts, q, relax, table, generator, greedy, measure_tv)
     n = drafts.shape[0]
     if n == 0:
-        tok = int(p[0].argmax()) if greedy else _draw(p[0], generator)
+        tok = int(sample(p[0], generator, greedy))
         return Verdict(0, tok, [], [], [] if measure_tv and not greedy else None)
     pd = p[:n]
     px = pd.gather(1, drafts[:, None])[:, 0]
@@ -289,10 +285,10 @@ def verify_chain(
                                                                     budget[i] if relax.kind == "lantern" else None),
                                         pd[i])) for i in range(decided)]
     if n_acc == n:
-        tok = int(p[n].argmax()) if greedy else _draw(p[n], generator)
+        tok = int(sample(p[n], generator, greedy))
         return Verdict(n, tok, decisions, budgets, tv)
     j = n_acc
     if greedy:
         return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
     resid = residual_distribution(pd[j], int(drafts[j]), nb[j, : int(count[j])], None if q is None else q[j])
-    return Verdict(j, _draw(resid, generator), decisions, budgets, tv)
+    return Verdict(j, int(sample(resid, generator)), decisions, budgets, tv)

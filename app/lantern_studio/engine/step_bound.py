@@ -125,10 +125,6 @@ def residual(pstar_row: torch.Tensor, q_row: torch.Tensor) -> torch.Tensor:
     return r / total if float(total) > 0.0 else pstar_row / pstar_row.sum()
 
 
-def _draw_from(weights: torch.Tensor, generator) -> int:
-    return int(sample(weights, generator))
-
-
 def _one_hot(drafts: torch.Tensor, v: int, dtype) -> torch.Tensor:
     return torch.nn.functional.one_hot(drafts, v).to(dtype)
 
@@ -151,7 +147,7 @@ def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy:
     """
     n = drafts.shape[0]
     if n == 0:
-        tok = int(p[0].argmax()) if greedy else _draw_from(p[0], generator)
+        tok = int(sample(p[0], generator, greedy))
         return Verdict(0, tok, [], [], [] if measure_tv and not greedy else None)
     pd = p[:n]
     qs = None if greedy else q
@@ -186,12 +182,12 @@ def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy:
     budgets = budget[:decided].tolist()
     tv = total_variation(pstar[:decided], pd[:decided]).tolist() if measure_tv and not greedy else None
     if n_acc == n:
-        tok = int(p[n].argmax()) if greedy else _draw_from(p[n], generator)
+        tok = int(sample(p[n], generator, greedy))
         return Verdict(n, tok, decisions, budgets, tv)
     j = n_acc
     if greedy:
         return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
-    return Verdict(j, _draw_from(residual(pstar[j], qd[j]), generator), decisions, budgets, tv)
+    return Verdict(j, int(sample(residual(pstar[j], qd[j]), generator)), decisions, budgets, tv)
 
 
 def output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
