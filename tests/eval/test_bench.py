@@ -273,6 +273,43 @@ def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
     assert "within 3 points" in report["default_pick"]["criterion"]
 
 
+def test_identity_judge_fields_and_seeds_per_prompt(tiny_dir, tmp_path):
+    import shutil
+
+    import torch
+
+    from lantern_studio.training import recogniser as rec
+
+    folder = tmp_path / "tinyj"
+    shutil.copytree(tiny_dir, folder)
+    groups = {"1F600": "face-smiling", "1F603": "face-smiling", "1F431": "animal-mammal", "1F34E": "food-fruit"}
+    torch.manual_seed(0)
+    net = rec.RecogniserNet(rec.RecogniserConfig(classes=list(groups), stem=8, widths=[8, 16], feature_dim=8,
+                                                 label="identity", groups=groups))
+    rec.save_recogniser(net.eval(), folder / "recogniser.safetensors")
+    prompts = tmp_path / "common.json"
+    prompts.write_text(json.dumps(
+        [{"prompt": "a big grin", "identities": ["1F600", "1F603"], "subgroups": ["face-smiling"]},
+         {"prompt": "a cat", "identities": ["1F431"], "subgroups": ["animal-mammal"]}]))
+    out = tmp_path / "out"
+    rc = cli_main(["bench", "--model", str(folder), "--prompts", str(prompts), "--n", "2", "--seeds-per-prompt", "2",
+                   "--methods", "exact-jacobi", "--no-warmup", "--no-pictures", "--quiet",
+                   "--json", str(out / "r.json"), "--out", str(out)])
+    assert rc == 0
+    report = json.loads((out / "r.json").read_text())
+    assert [(p["prompt"], p["seed"]) for p in report["prompts"]] == [
+        ("a big grin", 0), ("a big grin", 1), ("a cat", 2), ("a cat", 3)]
+    assert report["prompts"][0]["identities"] == ["1F600", "1F603"]
+    assert report["config"]["seeds_per_prompt"] == 2
+    for m in report["methods"]:
+        assert 0.0 <= m["identity_top1"] <= m["identity_top5"] <= 1.0
+        assert 0.0 <= m["prompt_fidelity"] <= 1.0  # subgroup top-5 from the judge's identities
+    # 4 identity classes ≤ 5: every image has its identity in the top 5, and its subgroup too
+    assert all(m["identity_top5"] == 1.0 and m["prompt_fidelity"] == 1.0 for m in report["methods"])
+    assert cli_main(["bench", "--model", str(folder), "--prompts", str(prompts), "--seeds-per-prompt", "0",
+                     "--quiet"]) == 2
+
+
 def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
     full = method_grid(("none", "jacobi", "eagle"), 16384)
     names = [m.name for m in full]

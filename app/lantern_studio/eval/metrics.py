@@ -34,6 +34,8 @@ __all__ = [
     "PromptIndex",
     "prompt_subgroup",
     "prompt_fidelity",
+    "identity_accuracy",
+    "top_k_hits",
     "frechet_distance",
     "feature_stats",
     "score_image",
@@ -175,6 +177,40 @@ def prompt_subgroup(prompt_or_caption: str, meta: Sequence[dict[str, Any]] | Pro
 # --------------------------------------------------------------------------
 
 
+def _wanted(labels: Sequence, n: int) -> list[list[str] | None]:
+    if len(labels) != n:
+        raise ValueError(f"labels: {len(labels)} labels for {n} images")
+    return [[s] if isinstance(s, str) else (list(s) if s else None) for s in labels]
+
+
+def top_k_hits(recogniser: Recogniser, images, labels: Sequence, ks: Sequence[int] = (5,),
+               level: str = "subgroup") -> dict[int, float]:
+    """For each k in ``ks``: the fraction of images with one of their wanted
+    classes (at ``level``) among the recogniser's top k.
+
+    ``labels[i]`` is the class image ``i`` was asked for, or a list any of
+    which counts as right, or None (left out). ``k`` is capped at the number
+    of classes. Raises ValueError if no image has a label or a name is not a
+    class at that level.
+    """
+    arr = images if isinstance(images, torch.Tensor) else np.asarray(images)
+    if arr.ndim == 3:
+        arr = arr[None]
+    wanted = _wanted(labels, len(arr))
+    if not ks or min(ks) < 1:
+        raise ValueError(f"k={list(ks)}: must be >= 1")
+    keep = [i for i, s in enumerate(wanted) if s]
+    if not keep:
+        raise ValueError(f"no image has a known {level}")
+    probs = recogniser.predict(arr[keep] if isinstance(arr, np.ndarray) else arr[torch.as_tensor(keep)],
+                               level=level)
+    n_classes = probs.shape[1]
+    # Rank of a wanted class = number of classes with a strictly higher probability.
+    best = np.array([min(int((probs[row] > probs[row, recogniser.class_index(w, level)]).sum())
+                         for w in wanted[i]) for row, i in enumerate(keep)])
+    return {k: float(np.mean(best < min(k, n_classes))) for k in ks}
+
+
 def prompt_fidelity(recogniser: Recogniser, images, subgroups: Sequence, k: int = 5) -> float:
     """Fraction of images whose prompt's subgroup is among the recogniser's top ``k``.
 
@@ -182,40 +218,37 @@ def prompt_fidelity(recogniser: Recogniser, images, subgroups: Sequence, k: int 
     :func:`prompt_subgroup`), or a list of subgroups any of which counts as
     right (a plain-language prompt such as "a happy dog" may mean two emoji);
     images whose entry is None (prompt matched no emoji) are left out. ``k`` is
-    capped at the number of classes. Raises ValueError if no image has a
-    subgroup or a name is not a recogniser class.
+    capped at the number of classes. An identity judge answers by summing each
+    subgroup's identities. Raises ValueError if no image has a subgroup or a
+    name is not a recogniser class.
     """
-    arr = images if isinstance(images, torch.Tensor) else np.asarray(images)
-    if arr.ndim == 3:
-        arr = arr[None]
-    if len(subgroups) != len(arr):
-        raise ValueError(f"subgroups: {len(subgroups)} labels for {len(arr)} images")
     if k < 1:
         raise ValueError(f"k={k}: must be >= 1")
-    wanted = [[s] if isinstance(s, str) else (list(s) if s else None) for s in subgroups]
-    keep = [i for i, s in enumerate(wanted) if s]
-    if not keep:
-        raise ValueError("prompt_fidelity: no image has a known subgroup")
-    probs = recogniser.predict(arr[keep] if isinstance(arr, np.ndarray) else arr[torch.as_tensor(keep)])
-    k = min(k, recogniser.num_classes)
-    hits = []
-    for row, i in enumerate(keep):
-        # Rank of a wanted class = number of classes with a strictly higher probability.
-        ranks = [(probs[row] > probs[row, recogniser.class_index(w)]).sum() for w in wanted[i]]
-        hits.append(min(ranks) < k)
-    return float(np.mean(hits))
+    try:
+        return top_k_hits(recogniser, images, subgroups, (k,), level="subgroup")[k]
+    except ValueError as e:
+        if str(e).startswith("no image has"):
+            raise ValueError("prompt_fidelity: no image has a known subgroup") from None
+        raise
+
+
+def identity_accuracy(recogniser: Recogniser, images, identities: Sequence) -> dict[str, float]:
+    """Identity top-1 / top-5 of an identity judge: ``identities[i]`` is the
+    identity (or list of identities that count as right) image ``i`` was asked for."""
+    hits = top_k_hits(recogniser, images, identities, (1, 5), level="identity")
+    return {"top1": hits[1], "top5": hits[5]}
 
 
 def score_image(recogniser: Recogniser, image, subgroup: str) -> float:
     """Probability the recogniser gives the image's intended subgroup (in [0, 1])."""
-    j = recogniser.class_index(subgroup)
+    j = recogniser.class_index(subgroup, "subgroup")
     arr = image if isinstance(image, torch.Tensor) else np.asarray(image)
     if arr.ndim == 4:
         if len(arr) != 1:
             raise ValueError(f"score_image: expected one image, got {len(arr)}")
     elif arr.ndim != 3:
         raise ValueError(f"score_image: expected an (H, W, 3) uint8 image, got shape {tuple(arr.shape)}")
-    return float(recogniser.predict(arr)[0, j])
+    return float(recogniser.predict(arr, level="subgroup")[0, j])
 
 
 def feature_stats(feats) -> tuple[np.ndarray, np.ndarray]:

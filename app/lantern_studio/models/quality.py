@@ -50,8 +50,9 @@ class PromptScorer:
     def __call__(self, image: np.ndarray, prompt: str) -> float | None:
         """Probability of the subgroup the prompt asks for (a prompt, known caption or subgroup name)."""
         rec = self.recogniser()
-        sub = prompt if prompt in rec.classes else self.subgroup_for_prompt(prompt)
-        if sub not in rec.classes:
+        subgroups = rec.classes_at("subgroup")
+        sub = prompt if prompt in subgroups else self.subgroup_for_prompt(prompt)
+        if sub not in subgroups:
             return None
-        probs = rec.predict(np.asarray(image)[None])[0]
-        return float(probs[rec.class_index(sub)])
+        probs = rec.predict(np.asarray(image)[None], level="subgroup")[0]
+        return float(probs[rec.class_index(sub, "subgroup")])

@@ -1,5 +1,11 @@
 """The quality recogniser's inference side: the small CNN that tells an emoji's
-subgroup, its input convention and its weights file.
+subgroup (or, as the identity-level judge, which emoji it is), its input
+convention and its weights file.
+
+A recogniser's ``label`` is ``subgroup`` (classes are emojibase subgroups such
+as ``animal-mammal``) or ``identity`` (classes are emoji identities such as
+``1F436``; ``groups`` maps each to its subgroup, so the same network also
+answers at the subgroup level by summing its identities' probabilities).
 
 A model folder ships ``recogniser.safetensors``; :class:`Recogniser` reads it
 and scores images (class probabilities, penultimate features). The studio's
@@ -24,6 +30,8 @@ from ..engine.checkpoints import CheckpointError, load_state_strict, load_weight
 
 KIND = "recogniser"
 ARCH = "lantern-recogniser-cnn-v1"
+#: what a recogniser's classes are
+LABELS = ("subgroup", "identity")
 
 
 # --------------------------------------------------------------------------
@@ -43,6 +51,8 @@ class RecogniserConfig:
     dropout: float = 0.1
     label: str = "subgroup"
     arch: str = ARCH
+    #: identity recognisers: class -> subgroup (every class), for subgroup-level answers
+    groups: dict[str, str] | None = None
 
     @property
     def num_classes(self) -> int:
@@ -64,8 +74,15 @@ class RecogniserConfig:
             raise ValueError("recogniser config: 'classes' must be a non-empty list of names")
         if len(set(classes)) != len(classes):
             raise ValueError("recogniser config: 'classes' has duplicates")
-        known = {"classes", "image_size", "stem", "widths", "feature_dim", "dropout", "label", "arch"}
+        known = {"classes", "image_size", "stem", "widths", "feature_dim", "dropout", "label", "arch", "groups"}
         kw = {k: v for k, v in d.items() if k in known}
+        if kw.get("label", "subgroup") not in LABELS:
+            raise ValueError(f"recogniser config: label {kw.get('label')!r} is not one of {', '.join(LABELS)}")
+        groups = kw.get("groups")
+        if groups is not None:
+            if (not isinstance(groups, dict) or set(groups) != set(classes)
+                    or not all(isinstance(v, str) and v for v in groups.values())):
+                raise ValueError("recogniser config: 'groups' must map every class to a subgroup name")
         cfg = cls(**kw)
         cfg.widths = [int(w) for w in cfg.widths]
         if cfg.image_size < 8 or cfg.stem < 1 or not cfg.widths or min(cfg.widths) < 1 or cfg.feature_dim < 1:
@@ -176,10 +193,16 @@ def load_recogniser_net(path: str | os.PathLike) -> tuple[RecogniserNet, dict[st
 
 
 class Recogniser:
-    """A trained subgroup recogniser. Inference only, CPU by default, fp32.
+    """A trained recogniser (subgroup-level, or the identity-level judge).
+    Inference only, CPU by default, fp32.
 
     Images are uint8 ``(B, H, W, 3)`` (or one ``(H, W, 3)``) on white; sizes
     other than the trained one (64) are resized with antialiasing.
+
+    ``level`` arguments pick what the answers are about: ``None`` (the
+    network's own classes), ``"identity"`` (identity judges only) or
+    ``"subgroup"`` (every recogniser: an identity judge sums the probabilities
+    of each subgroup's identities).
     """
 
     def __init__(self, net: "torch.nn.Module", config: dict[str, Any], path: Path | None = None,
@@ -188,10 +211,21 @@ class Recogniser:
         self.config = config
         self.path = path
         self.device = torch.device(device)
+        self.label: str = str(net.config.label)
         self.classes: list[str] = list(net.config.classes)
         self.index: dict[str, int] = {c: i for i, c in enumerate(self.classes)}
         self.feature_dim: int = int(net.config.feature_dim)
         self.image_size: int = int(net.config.image_size)
+        groups = net.config.groups if self.label == "identity" else None
+        self._levels: dict[str, tuple[list[str], dict[str, int]]] = {self.label: (self.classes, self.index)}
+        self._pool: torch.Tensor | None = None  # (C, G) 0/1: identity class -> its subgroup
+        if groups:
+            names = sorted(set(groups.values()))
+            at = {g: j for j, g in enumerate(names)}
+            pool = torch.zeros(len(self.classes), len(names))
+            pool[torch.arange(len(self.classes)), torch.tensor([at[groups[c]] for c in self.classes])] = 1.0
+            self._pool = pool
+            self._levels["subgroup"] = (names, at)
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: str | torch.device = "cpu") -> "Recogniser":
@@ -203,11 +237,34 @@ class Recogniser:
     def num_classes(self) -> int:
         return len(self.classes)
 
-    def class_index(self, name: str) -> int:
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """The levels this recogniser answers at (its label first)."""
+        return tuple(self._levels)
+
+    def _level(self, level: str | None) -> tuple[list[str], dict[str, int]]:
         try:
-            return self.index[name]
+            return self._levels[level or self.label]
         except KeyError:
-            raise ValueError(f"subgroup {name!r} is not one of the recogniser's {self.num_classes} classes") from None
+            raise ValueError(f"this recogniser answers at the {' and '.join(self.levels)} level, "
+                             f"not {level!r}") from None
+
+    def classes_at(self, level: str | None = None) -> list[str]:
+        return list(self._level(level)[0])
+
+    def class_index(self, name: str, level: str | None = None) -> int:
+        names, index = self._level(level)
+        try:
+            return index[name]
+        except KeyError:
+            raise ValueError(f"{level or self.label} {name!r} is not one of the recogniser's "
+                             f"{len(names)} classes") from None
+
+    def _at(self, probs: torch.Tensor, level: str | None) -> torch.Tensor:
+        self._level(level)
+        if (level or self.label) == self.label:
+            return probs
+        return probs @ self._pool
 
     @torch.no_grad()
     def _run(self, images, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -224,21 +281,23 @@ class Recogniser:
             feats.append(f.float().cpu())
         return torch.cat(probs), torch.cat(feats)
 
-    def predict(self, images, batch_size: int = 128) -> np.ndarray:
-        """→ class probabilities, (B, C) float32, columns in :attr:`classes` order."""
-        return self._run(images, batch_size)[0].numpy()
+    def predict(self, images, batch_size: int = 128, level: str | None = None) -> np.ndarray:
+        """→ class probabilities, (B, C) float32, columns in :meth:`classes_at` order."""
+        return self._at(self._run(images, batch_size)[0], level).numpy()
 
     def features(self, images, batch_size: int = 128) -> np.ndarray:
         """→ penultimate features, (B, feature_dim) float32 (for Fréchet distances)."""
         return self._run(images, batch_size)[1].numpy()
 
-    def predict_and_features(self, images, batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    def predict_and_features(self, images, batch_size: int = 128,
+                             level: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         p, f = self._run(images, batch_size)
-        return p.numpy(), f.numpy()
+        return self._at(p, level).numpy(), f.numpy()
 
-    def top_k(self, images, k: int = 5) -> list[list[tuple[str, float]]]:
-        """Per image, the ``k`` most likely subgroups with their probabilities."""
-        probs = self.predict(images)
-        k = max(1, min(k, self.num_classes))
+    def top_k(self, images, k: int = 5, level: str | None = None) -> list[list[tuple[str, float]]]:
+        """Per image, the ``k`` most likely classes (at ``level``) with their probabilities."""
+        probs = self.predict(images, level=level)
+        names = self.classes_at(level)
+        k = max(1, min(k, len(names)))
         order = np.argsort(-probs, axis=1)[:, :k]
-        return [[(self.classes[j], float(p[j])) for j in row] for p, row in zip(probs, order)]
+        return [[(names[j], float(p[j])) for j in row] for p, row in zip(probs, order)]

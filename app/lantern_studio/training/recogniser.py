@@ -1,7 +1,8 @@
-"""Train the quality recogniser: a small CNN that tells an emoji's subgroup.
+"""Train the quality recogniser: a small CNN that tells an emoji's subgroup
+(or, with ``--label identity``, which emoji it is: the identity-level judge).
 
 ``lantern-studio train recogniser [--data DIR] [--run DIR] [--steps N]
-[--budget-minutes M] [--out FILE]``
+[--label subgroup|identity] [--holdout-style STYLE|none] [--budget-minutes M] [--out FILE]``
 
 What it is for: scoring *generated* images (prompt fidelity, a Fréchet
 distance on its features, the GUI's per-run quality point). It is trained
@@ -12,6 +13,14 @@ only on the dataset's real images, never on generated ones.
   emoji identity, so held-out emoji are never seen in training; the subgroup is
   the label that generalises to them. Top-1 / top-5 on the held-out split is
   the real-image ceiling for prompt fidelity.
+* ``--label identity`` (the judge): the class is the emoji identity (skin-tone
+  and gender variants share it; 1,911 classes on data v2), and the weights
+  carry each identity's subgroup, so the judge also answers subgroup top-5.
+  It must know every identity the generator may be asked for, so its split is
+  by **art style**: ``--holdout-style fluent-flat`` trains on the other styles
+  and reports identity top-1 / top-5 on fluent-flat images of identities it has
+  seen in another style (the leave-one-style-out ceiling); ``--holdout-style
+  none`` trains on every image (the judge that ships).
 * network: stem conv (stride 2) + three residual stages (stride 2 each),
   BatchNorm, global average pool, a ``feature_dim`` (128) linear layer whose
   output is the feature vector for Fréchet distances, ReLU, dropout and the
@@ -22,7 +31,9 @@ only on the dataset's real images, never on generated ones.
 * augmentation: random shifts of up to ±``--shift`` px (3) filling with white,
   mild colour jitter that keeps white white (the "ink" 1 − x is scaled per image
   and per channel), and, with probability ``--blur-prob`` (0.2), a light 3×3
-  blur so that slightly soft decoded images are not out of distribution.
+  blur so that slightly soft decoded images are not out of distribution;
+  optionally (``--scale-prob``) a down-scale to 24-48 px and back (the soft,
+  low-detail look of decoded tokens) and (``--noise``) Gaussian pixel noise.
   No flips (emoji have handedness, arrows point somewhere).
 * resumable: a checkpoint (model, optimizer, step, RNG) is written atomically
   to the run folder every ``--checkpoint-minutes``, when the wall budget is
@@ -101,14 +112,19 @@ class RecogniserData:
     classes: list[str]
     path: Path | None = None
     note: str = ""
+    groups: dict[str, str] | None = None  # identity label: class -> subgroup
 
 
 def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str = "subgroup",
-              classes: Sequence[str] | None = None, path: Path | None = None) -> RecogniserData:
-    """Arrays + meta rows (``split``, ``identity`` and the label field) → :class:`RecogniserData`.
+              classes: Sequence[str] | None = None, path: Path | None = None,
+              holdout_style: str | None = None) -> RecogniserData:
+    """Arrays + meta rows (``split``, ``identity``, ``style`` and the label field) → :class:`RecogniserData`.
 
     Rows without a label are dropped. ``classes`` defaults to the sorted label
-    names present in the rows.
+    names present in the rows. The held-out rows are the meta's ``heldout``
+    split, or with ``holdout_style`` the rows of that art style whose label
+    also occurs in another style (training uses every other row); with
+    ``holdout_style="none"`` every row trains and nothing is held out.
     """
     images = np.asarray(images)
     if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
@@ -126,21 +142,45 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
     labels = np.full(len(meta), -1, dtype=np.int64)
     for i in keep:
         labels[i] = index[meta[i][label]]
-    splits = np.array([str(m.get("split")) for m in meta])
     has = labels >= 0
-    train_idx = np.flatnonzero((splits == "train") & has)
-    held_idx = np.flatnonzero((splits == "heldout") & has)
     note = ""
+    if holdout_style is None:
+        splits = np.array([str(m.get("split")) for m in meta])
+        train_idx = np.flatnonzero((splits == "train") & has)
+        held_idx = np.flatnonzero((splits == "heldout") & has)
+    elif holdout_style == "none":
+        train_idx, held_idx = np.flatnonzero(has), np.zeros(0, dtype=np.int64)
+    else:
+        styles = np.array([str(m.get("style") or m.get("vendor")) for m in meta])
+        if holdout_style not in set(styles.tolist()):
+            raise ValueError(f"--holdout-style {holdout_style!r}: no such style in the data "
+                             f"(styles: {', '.join(sorted(set(styles.tolist())))})")
+        held = styles == holdout_style
+        train_idx = np.flatnonzero(~held & has)
+        seen = set(labels[train_idx].tolist())
+        held_idx = np.flatnonzero(held & has & np.isin(labels, sorted(seen)))
+        dropped = int((held & has).sum()) - len(held_idx)
+        if dropped:
+            note = f"{dropped} {holdout_style} images of labels no other style has are not scored"
     if len(train_idx) == 0:
-        raise ValueError("no labelled rows with split 'train'")
-    if len(held_idx) == 0:
-        note = "no 'heldout' rows: held-out metrics are not available"
+        raise ValueError("no labelled rows to train on")
+    if len(held_idx) == 0 and holdout_style != "none":
+        note = "no held-out rows: held-out metrics are not available"
+    groups = None
+    if label == "identity":
+        groups = {}
+        for i in keep:
+            groups.setdefault(meta[i][label], str(meta[i].get("subgroup") or "unknown"))
+        groups = {c: groups[c] for c in classes if c in groups}
+        if len(groups) != len(classes):
+            raise ValueError("identity classes without rows: pass classes that occur in the data")
     identities = [str(m.get("identity") or m.get("name") or i) for i, m in enumerate(meta)]
     return RecogniserData(images=images, labels=labels, identities=identities, train_idx=train_idx,
-                          heldout_idx=held_idx, classes=classes, path=path, note=note)
+                          heldout_idx=held_idx, classes=classes, path=path, note=note, groups=groups)
 
 
-def load_recogniser_data(data_dir: str | os.PathLike, *, label: str = "subgroup") -> RecogniserData:
+def load_recogniser_data(data_dir: str | os.PathLike, *, label: str = "subgroup",
+                         holdout_style: str | None = None) -> RecogniserData:
     """Load a dataset folder built by ``lantern-studio train data`` (or one in its layout)."""
     try:
         images, meta, _manifest = load_dataset(data_dir)
@@ -148,7 +188,7 @@ def load_recogniser_data(data_dir: str | os.PathLike, *, label: str = "subgroup"
         raise ValueError(str(e)) from None
     except FileNotFoundError as e:
         raise ValueError(f"{data_dir}: incomplete dataset ({e})") from None
-    return make_data(images, meta, label=label, path=Path(data_dir))
+    return make_data(images, meta, label=label, path=Path(data_dir), holdout_style=holdout_style)
 
 
 def _kernel_blur() -> torch.Tensor:
@@ -160,14 +200,24 @@ def _kernel_blur() -> torch.Tensor:
 _BLUR = _kernel_blur()
 
 
+#: side lengths a --scale-prob image is squeezed to (as a fraction of its size) before scaling back
+_SCALES = (0.375, 0.5, 0.625, 0.75)
+
+
 def augment(x: torch.Tensor, gen: torch.Generator, *, shift: int = 3, jitter: float = 0.15,
-            blur_prob: float = 0.2) -> torch.Tensor:
-    """Training augmentation of (B, 3, H, W) in [-1, 1]; white (1.0) stays white.
+            blur_prob: float = 0.2, scale_prob: float = 0.0, noise: float = 0.0) -> torch.Tensor:
+    """Training augmentation of (B, 3, H, W) in [-1, 1]; white (1.0) stays white
+    (except for ``noise``).
 
     shift: per-image translation by up to ±shift px, filled with white.
     jitter: the ink (1 − x) is scaled by U[1 − j, 1 + j] per image and by
         U[1 − j/2, 1 + j/2] per channel (brightness / tint / saturation-ish).
     blur_prob: chance of a 3×3 [1 2 1]² blur per image.
+    scale_prob: chance of a down-scale (antialiased, to 3/8 .. 3/4 of the side)
+        and bilinear up-scale back per image: detail lost the way a coarse
+        token grid loses it.
+    noise: half the images get Gaussian noise of std U[0, noise] (in [-1, 1]
+        units), clamped to the range.
     """
     b, _, h, w = x.shape
     if shift > 0:
@@ -186,6 +236,21 @@ def augment(x: torch.Tensor, gen: torch.Generator, *, shift: int = 3, jitter: fl
             xb = F.conv2d(F.pad(x[m], (1, 1, 1, 1), mode="replicate"), _BLUR, groups=3)
             x = x.clone()
             x[m] = xb
+    if scale_prob > 0:
+        m = torch.rand(b, generator=gen) < scale_prob
+        which = torch.randint(0, len(_SCALES), (b,), generator=gen)
+        if bool(m.any()):
+            x = x.clone()
+            for j, f in enumerate(_SCALES):
+                sel = m & (which == j)
+                if bool(sel.any()):
+                    small = F.interpolate(x[sel], scale_factor=f, mode="bilinear", antialias=True,
+                                          align_corners=False)
+                    x[sel] = F.interpolate(small, size=(h, w), mode="bilinear", align_corners=False).clamp_(-1, 1)
+    if noise > 0:
+        on = (torch.rand(b, 1, 1, 1, generator=gen) < 0.5).float()
+        std = noise * torch.rand(b, 1, 1, 1, generator=gen) * on
+        x = (x + std * torch.randn(x.shape, generator=gen)).clamp_(-1.0, 1.0)
     return x.contiguous()
 
 
@@ -199,11 +264,23 @@ def evaluate(model: RecogniserNet, data: RecogniserData, idx: np.ndarray, *, bat
     """Top-1 / top-5 accuracy on rows ``idx`` (no augmentation), per image and per identity.
 
     ``*_identity`` metrics average each identity's accuracy first, so emoji with
-    many renderings (skin tones) count once.
+    many renderings (skin tones) count once. An identity judge (``groups`` in
+    its config) also gets ``subgroup_top5``: its probabilities summed per subgroup.
     """
+    groups = model.config.groups if model.config.label == "identity" else None
     if len(idx) == 0:
         return {"n_images": 0, "n_identities": 0, "top1": None, "top5": None,
-                "top1_identity": None, "top5_identity": None, "loss": None}
+                "top1_identity": None, "top5_identity": None, "loss": None,
+                **({"subgroup_top5": None} if groups else {})}
+    pool = target_group = None
+    if groups:
+        names = sorted(set(groups.values()))
+        at = {g: j for j, g in enumerate(names)}
+        col = torch.tensor([at[groups[c]] for c in model.config.classes])
+        pool = torch.zeros(len(col), len(names))
+        pool[torch.arange(len(col)), col] = 1.0
+        target_group = col
+    hit_sg = []
     was_training = model.training
     model.eval()
     k = min(5, model.config.num_classes)
@@ -218,6 +295,11 @@ def evaluate(model: RecogniserNet, data: RecogniserData, idx: np.ndarray, *, bat
         top = logits.topk(k, dim=1).indices
         hit1.append((top[:, 0] == y).numpy())
         hit5.append((top == y[:, None]).any(dim=1).numpy())
+        if pool is not None:
+            pg = torch.softmax(logits.float(), dim=1) @ pool
+            want = target_group[y]
+            rank = (pg > pg.gather(1, want[:, None])).sum(dim=1)
+            hit_sg.append((rank < min(5, pool.shape[1])).numpy())
     model.train(was_training)
     h1, h5 = np.concatenate(hit1), np.concatenate(hit5)
     ids = [data.identities[r] for r in idx]
@@ -226,7 +308,9 @@ def evaluate(model: RecogniserNet, data: RecogniserData, idx: np.ndarray, *, bat
         per_id.setdefault(ident, []).append(j)
     t1_id = float(np.mean([h1[js].mean() for js in per_id.values()]))
     t5_id = float(np.mean([h5[js].mean() for js in per_id.values()]))
+    extra = {"subgroup_top5": float(np.concatenate(hit_sg).mean())} if pool is not None else {}
     return {
+        **extra,
         "n_images": int(len(idx)),
         "n_identities": len(per_id),
         "top1": float(h1.mean()),
@@ -286,7 +370,7 @@ class _Trainer:
                 classes=list(self.data.classes),
                 image_size=int(self.data.images.shape[1]),
                 stem=a.stem, widths=list(a.widths), feature_dim=a.feature_dim, dropout=a.dropout,
-                label=a.label,
+                label=a.label, groups=self.data.groups,
             )
         torch.manual_seed(a.seed)
         self.model = RecogniserNet(self.cfg)
@@ -328,7 +412,8 @@ class _Trainer:
         pick = torch.multinomial(self.weights, a.batch, replacement=True, generator=self.gen).numpy()
         rows = self.data.train_idx[pick]
         x = augment(to_input(self.data.images[rows], self.cfg.image_size), self.gen,
-                    shift=a.shift, jitter=a.jitter, blur_prob=a.blur_prob)
+                    shift=a.shift, jitter=a.jitter, blur_prob=a.blur_prob,
+                    scale_prob=a.scale_prob, noise=a.noise)
         y = torch.from_numpy(self.data.labels[rows])
         logits = self.model(x)
         loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
@@ -364,6 +449,8 @@ class _Trainer:
         else:
             held = (f"held-out top-1 {100 * h['top1']:.1f}% top-5 {100 * h['top5']:.1f}% "
                     f"(per identity {100 * h['top1_identity']:.1f}% / {100 * h['top5_identity']:.1f}%)")
+            if h.get("subgroup_top5") is not None:
+                held += f", subgroup top-5 {100 * h['subgroup_top5']:.1f}%"
         return f"{held}; train top-1 {100 * t['top1']:.1f}%"
 
     def loop(self, stop_flag: threading.Event) -> None:
@@ -419,6 +506,8 @@ class _Trainer:
             "heldout_top1_identity": h["top1_identity"],
             "heldout_top5_identity": h["top5_identity"],
             "heldout_loss": h["loss"],
+            "heldout_subgroup_top5": h.get("subgroup_top5"),
+            "holdout": ("style " + self.a.holdout_style) if self.a.holdout_style else "identity split",
             "heldout_images": h["n_images"],
             "heldout_identities": h["n_identities"],
             "heldout_classes_present": int(len(set(self.data.labels[self.data.heldout_idx].tolist()))),
@@ -433,10 +522,11 @@ class _Trainer:
             "params": self.model.num_params(),
             "batch": int(self.a.batch),
             "balance": self.a.balance,
-            "augment": {"shift": self.a.shift, "jitter": self.a.jitter, "blur_prob": self.a.blur_prob},
+            "augment": {"shift": self.a.shift, "jitter": self.a.jitter, "blur_prob": self.a.blur_prob,
+                        "scale_prob": self.a.scale_prob, "noise": self.a.noise},
             "threads": int(self.a.threads),
             "data": str(self.data.path) if self.data.path else None,
-            "config": {k: v for k, v in self.cfg.to_dict().items() if k != "classes"},
+            "config": {k: v for k, v in self.cfg.to_dict().items() if k not in ("classes", "groups")},
             "history": self.history,
         }
         info = {"steps": self.step, "heldout_top1": h["top1"], "heldout_top5": h["top5"],
@@ -481,7 +571,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="stop cleanly (checkpoint + export) after this much wall time; re-run to continue")
     g.add_argument("--export", action="store_true",
                    help="don't train: export the checkpoint's weights and metrics now")
-    g.add_argument("--label", default="subgroup", help=argparse.SUPPRESS)
+    g.add_argument("--label", choices=["subgroup", "identity"], default="subgroup",
+                   help="what the classes are: emoji subgroups (default) or identities (the judge)")
+    g.add_argument("--holdout-style", default=None, metavar="STYLE",
+                   help="hold out one art style's images instead of the identity split "
+                        "(the leave-one-style-out ceiling); 'none': train on every image")
     g.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
 
     g = parser.add_argument_group("optimisation")
@@ -497,6 +591,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--shift", type=int, default=3, help="max random shift in px, white fill (default: 3)")
     g.add_argument("--jitter", type=float, default=0.15, help="colour jitter strength (default: 0.15)")
     g.add_argument("--blur-prob", type=float, default=0.2, help="chance of a light blur per image (default: 0.2)")
+    g.add_argument("--scale-prob", type=float, default=0.0,
+                   help="chance of a down/up-scale per image, to 3/8..3/4 of the side and back (default: 0)")
+    g.add_argument("--noise", type=float, default=0.0,
+                   help="max std of Gaussian pixel noise on half the images, [-1, 1] units (default: 0)")
     g.add_argument("--seed", type=int, default=0)
 
     g = parser.add_argument_group("architecture (new runs only)")
@@ -532,6 +630,8 @@ def _check_args(a: argparse.Namespace) -> None:
     need(0 <= a.shift <= 16, "--shift", "in [0, 16]", a.shift)
     need(0 <= a.jitter < 1, "--jitter", "in [0, 1)", a.jitter)
     need(0 <= a.blur_prob <= 1, "--blur-prob", "in [0, 1]", a.blur_prob)
+    need(0 <= a.scale_prob <= 1, "--scale-prob", "in [0, 1]", a.scale_prob)
+    need(0 <= a.noise <= 1, "--noise", "in [0, 1]", a.noise)
     need(a.stem >= 1, "--stem", ">= 1", a.stem)
     need(a.feature_dim >= 1, "--feature-dim", ">= 1", a.feature_dim)
     need(0 <= a.dropout < 1, "--dropout", "in [0, 1)", a.dropout)
@@ -552,7 +652,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(a.out) if a.out else a.run / WEIGHTS_NAME
 
     def build(log):
-        trainer = _Trainer(a, load_recogniser_data(a.data, label=a.label), log)
+        trainer = _Trainer(a, load_recogniser_data(a.data, label=a.label, holdout_style=a.holdout_style), log)
         trainer.setup()
         return trainer
 
@@ -560,7 +660,10 @@ def run(args: argparse.Namespace) -> int:
         d = t.data
         return (f"training recogniser ({t.cfg.label}, {t.cfg.num_classes} classes): "
                 f"{t.model.num_params() / 1e6:.2f} M params, {len(d.train_idx)} train / "
-                f"{len(d.heldout_idx)} held-out images, batch {a.batch}, {a.balance}-balanced, "
+                f"{len(d.heldout_idx)} held-out images"
+                + (f" (style {a.holdout_style})" if a.holdout_style else "")
+                + (f" [{d.note}]" if d.note else "")
+                + f", batch {a.batch}, {a.balance}-balanced, "
                 f"{a.threads} thread(s), step {t.step} -> {a.steps}; run folder {a.run}")
 
     return run_resumable(a, out=out, log_name=LOG_NAME, checkpoint=CHECKPOINT_NAME, check=_check_args,

@@ -32,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only these methods (names or families, globs, commas allowed; vanilla always runs)")
     p.add_argument("--list-methods", action="store_true", help="print the method grid for the model and exit")
     p.add_argument("--seed", type=int, default=0, help="seed of prompt 1 (prompt i uses seed + i − 1)")
+    p.add_argument("--seeds-per-prompt", type=int, default=1, metavar="S",
+                   help="decode each of the --n prompts S times, with S different seeds (default 1)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the full report as JSON")
     p.add_argument("--csv", default=None, metavar="FILE", help="write one row per method as CSV")
     p.add_argument("--out", default="bench-out", metavar="DIR",
@@ -100,9 +102,12 @@ def run(args: argparse.Namespace) -> int:
         dataset = _load_dataset_quietly(data_dir)
         if args.data and not isinstance(dataset, tuple):
             raise BenchError(f"--data: {dataset}")
-        chosen, source = choose_prompts(pipe, n, args.prompts, dataset)
+        if args.seeds_per_prompt < 1:
+            raise BenchError(f"--seeds-per-prompt {args.seeds_per_prompt}: must be >= 1")
+        chosen, source = choose_prompts(pipe, n, args.prompts, dataset, identities=True)
+        chosen = [c for c in chosen for _ in range(args.seeds_per_prompt)]
         quality = load_quality(pipe.source.folder, dataset)
-        prompts = [p for p, _ in chosen]
+        prompts = [c[0] for c in chosen]
         for p in dict.fromkeys(prompts):  # bad prompts fail now, not halfway through
             pipe.conditioner(p)
     except (BenchError, CheckpointError, SettingsError, PromptError) as e:
@@ -124,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
 
     try:
-        report = run_bench(pipe, prompts, methods, args.seed, subgroups=[s for _, s in chosen], quality=quality,
+        report = run_bench(pipe, prompts, methods, args.seed, subgroups=[c[1] for c in chosen], quality=quality,
+                           identities=[c[2] for c in chosen] if any(c[2] for c in chosen) else None,
                            warmup=not args.no_warmup, on_progress=progress, precision=spec_precision,
                            measure_tv=bool(getattr(args, "measure_tv", False)))
     except (SettingsError, PromptError) as e:
@@ -155,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"the machine was busy (load average {load[0]:.1f} on {cores} cores): timings are noisy; "
                      f"rerun when idle{hint}")
     report["notes"] = notes
-    report["config"] = {"n": len(prompts), "quick": quick, "seed": args.seed, "warmup": not args.no_warmup,
+    report["config"] = {"n": len(prompts), "seeds_per_prompt": args.seeds_per_prompt, "quick": quick, "seed": args.seed, "warmup": not args.no_warmup,
                         "prompt_source": source, "methods": [m.name for m in methods],
                         "max_fidelity_drop": args.max_fidelity_drop,
                         "options": {k: v for k, v in vars(args).items() if k != "func" and not callable(v)}}

@@ -30,9 +30,11 @@ def _spread(pool: list, n: int) -> list:
     return [pool[i % len(pool)] for i in range(n)]
 
 
-def read_prompt_set(path) -> list[tuple[str, Any]]:
-    """A JSON prompt set: [{"prompt", "subgroup" | "subgroups"}] (heldout_prompts.json,
-    common_prompts.json) → [(prompt, subgroup or list of subgroups or None)]."""
+def read_prompt_set(path, *, identities: bool = False) -> list[tuple]:
+    """A JSON prompt set: [{"prompt", "subgroup" | "subgroups", "identities"?}]
+    (heldout_prompts.json, common_prompts.json) → [(prompt, subgroup or list of
+    subgroups or None)], or with ``identities`` [(prompt, subgroups, list of
+    identities that count as right or None)]."""
     p = Path(path)
     try:
         rows = json.loads(p.read_text(encoding="utf-8"))
@@ -43,9 +45,14 @@ def read_prompt_set(path) -> list[tuple[str, Any]]:
     out = []
     for r in rows:
         if isinstance(r, str):
-            out.append((r, None))
+            out.append((r, None, None) if identities else (r, None))
         elif isinstance(r, dict) and isinstance(r.get("prompt"), str) and r["prompt"].strip():
-            out.append((r["prompt"], r.get("subgroups") or r.get("subgroup")))
+            row = (r["prompt"], r.get("subgroups") or r.get("subgroup"))
+            if identities:
+                ids = r.get("identities")
+                ok = isinstance(ids, list) and ids and all(isinstance(x, str) for x in ids)
+                row = (*row, list(ids) if ok else None)
+            out.append(row)
     if not out:
         raise BenchError(f"--prompts: {p} has no prompts")
     return out
@@ -62,8 +69,11 @@ def read_prompts_file(path) -> list[str]:
     return prompts
 
 
-def choose_prompts(pipe, n: int, prompts_file=None, dataset=None) -> tuple[list[tuple[str, Optional[str]]], str]:
-    """→ ([(prompt, subgroup or None)] × n, where they came from).
+def choose_prompts(pipe, n: int, prompts_file=None, dataset=None, *,
+                   identities: bool = False) -> tuple[list[tuple], str]:
+    """→ ([(prompt, subgroup or None)] × n, where they came from); with
+    ``identities`` each entry also carries the identities that count as right
+    (only a JSON prompt set names them; None elsewhere).
 
     Order of preference: ``--prompts FILE``; ``heldout_prompts.json`` in the
     model folder; held-out captions of the dataset; the class names of a
@@ -77,6 +87,11 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None) -> tuple[list[
 
         return prompt_subgroup(text, meta)
 
+    if identities:
+        chosen, source = choose_prompts(pipe, n, prompts_file, dataset)
+        if prompts_file and str(prompts_file).endswith(".json"):
+            return _spread(read_prompt_set(prompts_file, identities=True), n), source
+        return [(p, s, None) for p, s in chosen], source
     if prompts_file:
         if str(prompts_file).endswith(".json"):
             return _spread(read_prompt_set(prompts_file), n), str(prompts_file)

@@ -19,6 +19,9 @@ def format_table(report: dict) -> str:
     """The methods as an aligned plain-text table (plus the pick)."""
     head = ["method", "prec", "speed-up", "IQR", "min–max", "tok/fwd", "fwd/img", "accept", "relaxed", "drafter%",
             "fwd ms", "ovh ms", "s/img", "fidelity", "Δfid", "FD"]
+    ids = any(r.get("identity_top5") is not None for r in report["methods"])
+    if ids:
+        head += ["id top-1", "id top-5"]
     measured = any(r.get("step_tv_mean") is not None for r in report["methods"])
     if measured:
         head += ["TV mean", "TV max", "Σδ/img"]
@@ -34,7 +37,7 @@ def format_table(report: dict) -> str:
             _f(r.get("forward_ms_per_round"), ".2f"), _f(r.get("overhead_ms_per_round"), ".2f"),
             _f(r["seconds_median"], ".3f"), _f(r["prompt_fidelity"], ".3f"),
             _f(r["fidelity_delta"], "+.3f"), _f(r["frechet_distance"], ".1f"),
-        ] + ([_f(r.get("step_tv_mean"), ".3f"), _f(r.get("step_tv_max"), ".3f"),
+        ] + ([_f(r.get("identity_top1"), ".3f"), _f(r.get("identity_top5"), ".3f")] if ids else []) + ([_f(r.get("step_tv_mean"), ".3f"), _f(r.get("step_tv_max"), ".3f"),
               _f(r.get("tv_budget_per_image"), ".1f")] if measured else []))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(row, widths)))

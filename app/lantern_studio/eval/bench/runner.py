@@ -19,6 +19,7 @@ from .summary import pick_default, summarise
 
 def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int = 0, *,
               subgroups: Optional[Sequence[Optional[str]]] = None, quality: Optional[Quality] = None,
+              identities: Optional[Sequence] = None,
               warmup: bool = True, on_progress: Optional[Callable[[str], None]] = None,
               precision: Optional[str] = None, measure_tv: bool = False) -> dict:
     """Run every method on every prompt, interleaved; → the report dict (see
@@ -73,7 +74,7 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
     ref = min((m for m in methods if m.family == "vanilla"),
               key=lambda m: float(np.median([x.seconds for x in samples[m.name]])))
     vanilla = samples[ref.name]
-    results = [summarise(m, samples[m.name], vanilla, quality, subgroups) for m in methods]
+    results = [summarise(m, samples[m.name], vanilla, quality, subgroups, identities) for m in methods]
     for m, r in zip(methods, results):
         r["precision"] = m.precision or default_precision
         r["reference"] = m is ref
@@ -84,7 +85,8 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
     report = {
         "schema": SCHEMA,
         "reference": ref.name,
-        "prompts": [{"index": i, "prompt": p, "seed": s, "subgroup": (subgroups[i] if subgroups else None)}
+        "prompts": [{"index": i, "prompt": p, "seed": s, "subgroup": (subgroups[i] if subgroups else None),
+                     **({"identities": identities[i]} if identities else {})}
                     for i, (p, s) in enumerate(zip(prompts, seeds))],
         "order": order,
         "methods": results,

@@ -18,7 +18,7 @@ METHOD_FIELDS = (
     "tokens_per_image", "target_forwards_per_image", "drafter_forwards_per_image",
     "mean_accepted_length", "acceptance_rate", "relaxed_share", "drafter_cost_share", "tokens_per_second",
     "rounds_per_image", "forward_ms_per_round", "overhead_ms_per_round",
-    "prompt_fidelity", "fidelity_delta", "frechet_distance",
+    "prompt_fidelity", "fidelity_delta", "frechet_distance", "identity_top1", "identity_top5",
     "tv_budget_per_image", "step_tv_mean", "step_tv_max",
     "per_prompt",
 )

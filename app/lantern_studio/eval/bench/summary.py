@@ -51,8 +51,12 @@ def speed_fields(stats: Sequence[dict], secs, dsecs, ratios, dratios) -> dict:
 
 
 def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sample], quality: Optional[Quality] = None,
-              subgroups: Optional[Sequence[Optional[str]]] = None) -> dict:
-    """One method's row of the report from its samples and vanilla's (same prompts, same order)."""
+              subgroups: Optional[Sequence[Optional[str]]] = None, identities: Optional[Sequence] = None) -> dict:
+    """One method's row of the report from its samples and vanilla's (same prompts, same order).
+
+    Quality: ``prompt_fidelity`` is subgroup top-5 (the recogniser's, or an
+    identity judge's summed per subgroup); with an identity judge and the
+    prompts' ``identities``, also ``identity_top1`` / ``identity_top5``."""
     st = [s.stats for s in samples]
     secs = [s.seconds for s in samples]
     dsecs = [s.stats.get("wall_seconds") or 0.0 for s in samples]
@@ -87,6 +91,7 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         "overhead_ms_per_round": _ratio(1e3 * (wall - total("target_seconds") - total("drafter_seconds")
                                                - total("prefill_seconds")), total("target_forwards")),
         "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
+        "identity_top1": None, "identity_top5": None,
         # the relaxation's per-step bounds summed over an image (a TV bound for the step bound)
         "tv_budget_per_image": total("tv_budget_total") / n if n else None,
         # measured (--measure-tv): exact TV(step output, target) over the steps that decided a token
@@ -98,21 +103,31 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         images = np.stack([s.image for s in samples])
         rec = quality.recogniser
         if subgroups is not None:
-            def known(sg):  # a subgroup name, or a list of acceptable ones
-                names = [sg] if isinstance(sg, str) else list(sg or [])
-                names = [x for x in names if x in rec.index]
-                return names or None
-
-            labels = [known(sg) for sg in subgroups[:n]]
+            labels = [_known(rec, sg, "subgroup") for sg in subgroups[:n]]
             if any(sg is not None for sg in labels):
                 from ..metrics import prompt_fidelity
 
                 row["prompt_fidelity"] = prompt_fidelity(rec, images, labels, k=5)
+        if identities is not None and "identity" in rec.levels:
+            wanted = [_known(rec, ids, "identity") for ids in identities[:n]]
+            if any(w is not None for w in wanted):
+                from ..metrics import identity_accuracy
+
+                acc = identity_accuracy(rec, images, wanted)
+                row["identity_top1"], row["identity_top5"] = acc["top1"], acc["top5"]
         if quality.real_features is not None and n >= 2:
             from ..metrics import frechet_distance
 
             row["frechet_distance"] = frechet_distance(rec.features(images), quality.real_features)
     return row
+
+
+def _known(rec, names, level: str):
+    """A class name or list of acceptable ones → those the recogniser knows at ``level`` (None if none)."""
+    names = [names] if isinstance(names, str) else list(names or [])
+    have = set(rec.classes_at(level))
+    names = [x for x in names if x in have]
+    return names or None
 
 
 def pick_default(results, max_fidelity_drop: float = 0.03) -> Optional[dict]:
