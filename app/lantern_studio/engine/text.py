@@ -236,14 +236,21 @@ class CaptionConditioner:
     the prompt is first replaced by the nearest known caption by sentence
     similarity — an aid for a small model that has only learned the captions
     it was trained on; the Conditioning's note says which caption was used.
+    ``snap_tag_vectors`` (one per caption: its name and keywords, "ewe: farm,
+    fluffy, lamb, sheep, wool") make the similarity the mean of the two, so
+    "a fluffy sheep" finds "ewe" and "mind blown" finds "exploding head".
     """
 
     def __init__(self, encoder: TextEncoder, length: int, snap_captions: Optional[Sequence[str]] = None,
-                 snap_vectors: Optional[torch.Tensor] = None):
+                 snap_vectors: Optional[torch.Tensor] = None, snap_tag_vectors: Optional[torch.Tensor] = None):
         self.encoder = encoder
         self.length = length
         self.snap_captions = list(snap_captions) if snap_captions is not None else None
         self.snap_vectors = snap_vectors.float() if snap_vectors is not None else None
+        self.snap_tag_vectors = snap_tag_vectors.float() if snap_tag_vectors is not None else None
+        if self.snap_tag_vectors is not None and (
+                self.snap_vectors is None or self.snap_tag_vectors.shape != self.snap_vectors.shape):
+            raise ValueError("snap_tag_vectors: one vector per snap caption, like snap_vectors")
 
     def nearest_captions(self, prompt: str, n: int = 5) -> list:
         """[(caption, cosine similarity)] best first; [] without a caption list."""
@@ -251,6 +258,8 @@ class CaptionConditioner:
             return []
         v = self.encoder.pooled([check_prompt(prompt)])[0]
         sims = self.snap_vectors @ v
+        if self.snap_tag_vectors is not None:
+            sims = 0.5 * (sims + self.snap_tag_vectors @ v)
         top = torch.topk(sims, min(n, len(self.snap_captions)))
         return [(self.snap_captions[int(i)], float(s)) for s, i in zip(top.values, top.indices)]
 

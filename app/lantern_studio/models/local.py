@@ -161,10 +161,14 @@ def make_conditioner(spec: dict, folder: Optional[Path] = None):
 
             rows = json.loads(folder_file(folder, snap["captions"], "conditioning.snap.captions").read_text())
             captions = [r["caption"] if isinstance(r, dict) else r for r in rows]
-            vectors = load_file(str(folder_file(folder, snap["vectors"], "conditioning.snap.vectors")))["vectors"]
-            if not all(isinstance(c, str) for c in captions) or vectors.ndim != 2 or len(captions) != vectors.shape[0]:
+            tensors = load_file(str(folder_file(folder, snap["vectors"], "conditioning.snap.vectors")))
+            vectors, tag_vectors = tensors.get("vectors"), tensors.get("tag_vectors")
+            if (vectors is None or not all(isinstance(c, str) for c in captions) or vectors.ndim != 2
+                    or len(captions) != vectors.shape[0]):
                 raise _bad(folder, "the snap captions and vectors do not match (one vector per caption)")
-            return CaptionConditioner(encoder, spec["length"], captions, vectors)
+            if tag_vectors is not None and tag_vectors.shape != vectors.shape:
+                raise _bad(folder, "the snap tag_vectors do not match its vectors (one per caption)")
+            return CaptionConditioner(encoder, spec["length"], captions, vectors, tag_vectors)
         return CaptionConditioner(encoder, spec["length"])
     raise CheckpointError(f"unknown conditioning kind {kind!r}")
 

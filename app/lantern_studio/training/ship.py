@@ -65,10 +65,18 @@ def _load_json(path: Path) -> dict:
         return {}
 
 
+def tag_text(caption: str, tags) -> str:
+    """A caption with its emojibase keywords, the second text a prompt is matched against
+    ("ewe: animal, baa, farm, fluffy, lamb, sheep, wool"); numeric tags ("143") are left out."""
+    words = [t for t in (tags or []) if isinstance(t, str) and t and not t.isdigit()]
+    return f"{caption}: {', '.join(words)}" if words else caption
+
+
 def snap_files(folder: Path, meta: list, encoder) -> dict:
-    """captions.json ([{caption, subgroup}] of training captions, short form) and
-    their pooled vectors → the conditioning's ``snap`` entry."""
-    seen, rows = set(), []
+    """captions.json ([{caption, subgroup}] of training captions, short form), their
+    pooled vectors and their name-and-keyword vectors (:func:`tag_text`) → the
+    conditioning's ``snap`` entry."""
+    seen, rows, tagged = set(), [], []
     for m in meta:
         if m["split"] != "train":
             continue
@@ -76,11 +84,14 @@ def snap_files(folder: Path, meta: list, encoder) -> dict:
         if c not in seen:
             seen.add(c)
             rows.append({"caption": c, "subgroup": m["subgroup"]})
-    vecs = []
-    for s in range(0, len(rows), 256):
-        vecs.append(encoder.pooled([r["caption"] for r in rows[s : s + 256]]))
+            tagged.append(tag_text(c, m.get("tags")))
+
+    def pooled(texts):
+        return torch.cat([encoder.pooled(texts[s : s + 256]) for s in range(0, len(texts), 256)])
+
     (folder / "captions.json").write_text(json.dumps(rows, ensure_ascii=False, indent=0))
-    save_file({"vectors": torch.cat(vecs).half().contiguous()}, str(folder / "caption_vectors.safetensors"))
+    save_file({"vectors": pooled([r["caption"] for r in rows]).half().contiguous(),
+               "tag_vectors": pooled(tagged).half().contiguous()}, str(folder / "caption_vectors.safetensors"))
     return {"captions": "captions.json", "vectors": "caption_vectors.safetensors"}
 
 
