@@ -136,6 +136,35 @@ def test_targets_table_marks_met_and_missed():
     assert "| LANTERN default mean accepted length ≥ 3 | — " in other and other.count("| — |") == 2
 
 
+def test_targets_table_and_drawn_well_with_an_identity_judge():
+    from lantern_studio.engine.settings import GenerationSettings
+
+    metrics = {"vq": {"heldout_psnr": 24.0, "codes_used_fraction": 0.99},
+               "recogniser": {"label": "identity", "num_classes": 1911},
+               "judge_ceiling": {"heldout_top5": 0.81, "heldout_subgroup_top5": 0.93, "holdout": "style google"}}
+    ranks = {"a red heart": [0, 1, 3, 9], "penguin": [7, 9, 0, 12], "fire": [2, 4, 0, 0]}
+    per_prompt = [{"prompt": p, "identity_rank": r} for p, rs in ranks.items() for r in rs]
+    report = {"config": {"n": 12, "seeds_per_prompt": 4, "prompt_source": "x/common_prompts.json"}, "methods": [
+        {"name": "vanilla-fp32", "reference": True, "prompt_fidelity": 0.80, "identity_top5": 0.62,
+         "mean_accepted_length": 1.0, "per_prompt": per_prompt},
+        {"name": "exact-jacobi", "family": "exact", "drafter": "jacobi", "mean_accepted_length": 1.9},
+        {"name": "lantern-jacobi-k64-d0.2", "family": "jacobi-relaxed", "drafter": "jacobi", "k": 64, "delta": 0.2,
+         "prompt_fidelity": 0.79, "fidelity_delta": -0.01, "identity_top5": 0.55, "mean_accepted_length": 3.2},
+    ]}
+    table = ship.targets_table(metrics, report, GenerationSettings(drafter="jacobi", k=64, delta=0.2))
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:]}
+    idt = rows["identity top-5 ≥ 60 % at the shipped defaults, vanilla (n = 12)"]
+    assert "62.0 %" in idt and "81.0 % identity top-5" in idt and idt.endswith("| met |")
+    assert rows["subgroup top-5 ≥ 75 %, vanilla"].endswith("| met |")
+    within = next(v for k, v in rows.items() if k.startswith("LANTERN default (lantern-jacobi-k64-d0.2) within"))
+    assert "-7.0 / -1.0 points" in within and within.endswith("**missed** |")  # identity drop > 3 points
+    assert ship.drawn_well(report) == ["a red heart", "fire"]  # 3 of 4 seeds in the top 5; penguin 1 of 4
+    assert ship.drawn_well(report, min_share=0.25) == ["a red heart", "penguin", "fire"]
+    text = ship.bench_summary(report, "r.json")
+    assert "12 images of plain-language prompts (common_prompts.json), 4 seeds each (3 prompts × 4)" in text
+    assert "| identity top-1 | identity top-5 |" in text
+
+
 def test_ar_ema_weights_are_exported_and_export_only_rewrites_them(dataset, tmp_path):
     """--ema keeps an average of the weights in the checkpoint and exports it; --export
     rewrites gpt.safetensors from the checkpoint without training a step."""

@@ -111,10 +111,13 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         if identities is not None and "identity" in rec.levels:
             wanted = [_known(rec, ids, "identity") for ids in identities[:n]]
             if any(w is not None for w in wanted):
-                from ..metrics import identity_accuracy
+                from ..metrics import wanted_ranks
 
-                acc = identity_accuracy(rec, images, wanted)
-                row["identity_top1"], row["identity_top5"] = acc["top1"], acc["top5"]
+                ranks = wanted_ranks(rec, images, wanted, level="identity")
+                got = np.array([r for r in ranks if r is not None])
+                row["identity_top1"], row["identity_top5"] = float(np.mean(got < 1)), float(np.mean(got < 5))
+                for pp, r in zip(row["per_prompt"], ranks):
+                    pp["identity_rank"] = r  # 0: the judge's first choice is a right identity
         if quality.real_features is not None and n >= 2:
             from ..metrics import frechet_distance
 
