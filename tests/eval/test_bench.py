@@ -366,3 +366,23 @@ def test_json_prompt_sets_carry_lists_of_subgroups(tmp_path):
     f.write_text("{not json")
     with pytest.raises(bench.BenchError, match="not a readable JSON prompt set"):
         bench.read_prompt_set(f)
+
+
+def test_train_captions_are_one_name_per_training_identity():
+    from lantern_studio.eval.bench.prompts import TRAIN_CAPTIONS, training_names
+
+    meta = [{"identity": "1F44D", "name": "thumbs up", "subgroup": "hand-fingers-closed", "split": "train",
+             "skin_tone": None},
+            {"identity": "1F44D", "name": "thumbs up: dark skin tone", "subgroup": "hand-fingers-closed",
+             "split": "train", "skin_tone": "dark"},
+            {"identity": "1F44D", "name": "thumbs up", "subgroup": "hand-fingers-closed", "split": "train",
+             "skin_tone": None},
+            {"identity": "1F436", "name": "dog face", "subgroup": "animal-mammal", "split": "train", "skin_tone": None},
+            {"identity": "1F9A4", "name": "dodo", "subgroup": "animal-bird", "split": "heldout", "skin_tone": None}]
+    assert training_names(meta) == [("thumbs up", "hand-fingers-closed", ["1F44D"]),
+                                    ("dog face", "animal-mammal", ["1F436"])]
+    chosen, source = bench.choose_prompts(None, 2, TRAIN_CAPTIONS, (None, meta, {}), identities=True)
+    assert chosen == training_names(meta) and "validation" in source
+    assert bench.choose_prompts(None, 1, TRAIN_CAPTIONS, (None, meta, {}))[0] == [("thumbs up", "hand-fingers-closed")]
+    with pytest.raises(bench.BenchError, match="needs the dataset"):
+        bench.choose_prompts(None, 2, TRAIN_CAPTIONS, None)

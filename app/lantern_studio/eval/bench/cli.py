@@ -24,7 +24,9 @@ DEFAULT_N = 16
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="model folder or name (default: the bundled model)")
     p.add_argument("--prompts", default=None, metavar="FILE",
-                   help="prompts, one per line (default: the model's held-out prompts, else the dataset's)")
+                   help="prompts, one per line, or a JSON prompt set (common_prompts.json), or 'train-captions' "
+                        "(names of training emoji: validation prompts for choosing checkpoints and defaults) "
+                        "(default: the model's held-out prompts, else the dataset's)")
     p.add_argument("--n", type=int, default=None, help=f"number of prompts (default {DEFAULT_N}; {QUICK_PROMPTS} with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="2 prompts and a small grid: vanilla, exact per drafter, 2 LANTERN points, Jacobi relaxed")

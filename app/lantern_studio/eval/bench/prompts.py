@@ -58,6 +58,23 @@ def read_prompt_set(path, *, identities: bool = False) -> list[tuple]:
     return out
 
 
+#: ``--prompts`` value for validation prompts: the names of training emoji (one per identity)
+TRAIN_CAPTIONS = "train-captions"
+
+
+def training_names(meta) -> list[tuple[str, str, list[str]]]:
+    """[(emoji name, subgroup, [identity])], one per training identity in data order: the
+    validation prompts that choose checkpoints and sampling defaults (never the evaluation set)."""
+    seen, out = set(), []
+    for m in meta:
+        ident, name = m.get("identity"), m.get("name")
+        if m.get("split") != "train" or m.get("skin_tone") or not ident or not name or ident in seen:
+            continue
+        seen.add(ident)
+        out.append((str(name), m.get("subgroup"), [str(ident)]))
+    return out
+
+
 def read_prompts_file(path) -> list[str]:
     p = Path(path)
     if not p.is_file():
@@ -87,6 +104,14 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None, *,
 
         return prompt_subgroup(text, meta)
 
+    if prompts_file == TRAIN_CAPTIONS:
+        if meta is None:
+            raise BenchError(f"--prompts {TRAIN_CAPTIONS}: needs the dataset (`lantern-studio train data`, or --data)")
+        pool = training_names(meta)
+        if not pool:
+            raise BenchError(f"--prompts {TRAIN_CAPTIONS}: the dataset has no training emoji")
+        chosen = _spread(pool, n)
+        return (chosen if identities else [(p, s) for p, s, _ in chosen]), "training emoji names (validation)"
     if identities:
         chosen, source = choose_prompts(pipe, n, prompts_file, dataset)
         if prompts_file and str(prompts_file).endswith(".json"):

@@ -25,7 +25,7 @@ METHOD_FIELDS = (
 #: Fields of each ``per_prompt`` row.
 PER_PROMPT_FIELDS = ("prompt_index", "prompt", "seed", "seconds", "decode_seconds", "speedup", "tokens",
                      "target_forwards", "drafter_forwards", "drafted", "accepted", "accepted_relaxed",
-                     "mean_accepted_length", "drafter_seconds")
+                     "mean_accepted_length", "drafter_seconds", "identity_rank")
 #: Columns of the CSV (one row per method).
 CSV_FIELDS = tuple(f for f in METHOD_FIELDS if f not in ("settings", "per_prompt"))
 

@@ -78,6 +78,7 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
             "drafter_forwards": x.get("drafter_forwards"), "drafted": x.get("drafted"), "accepted": x.get("accepted"),
             "accepted_relaxed": x.get("accepted_relaxed"), "mean_accepted_length": x.get("mean_accepted_length"),
             "drafter_seconds": x.get("drafter_seconds"),
+            "identity_rank": None,  # with an identity judge: the best rank of a right identity (0 = first)
         })
     row = {
         "name": method.name, "label": method.label, "family": method.family, "drafter": method.drafter,
