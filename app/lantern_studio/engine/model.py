@@ -156,7 +156,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps).type_as(x) * self.weight
+        # The ops F.rms_norm runs on a CPU, spelled out: the same numbers, bit for bit, at about half
+        # its cost per call (a decode step makes 2 per layer + 1).
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
 
 
 class FeedForward(nn.Module):
@@ -191,12 +194,19 @@ def rope_table(grid_size: int, head_dim: int, base: float, prefix_len: int) -> t
     return torch.cat([torch.zeros(prefix_len, head_dim // 2, 2), table])
 
 
+def rope_complex(rope: torch.Tensor) -> torch.Tensor:
+    """A rotary table slice (S, D/2, 2) as the complex factors (1, S, 1, D/2) ``apply_rope``
+    multiplies by: made once per forward instead of once per layer."""
+    return torch.view_as_complex(rope)[None, :, None, :]
+
+
 def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
-    """x: (B, S, H, D); rope: (S, D/2, 2) (cos, sin) -> x with each interleaved pair
-    (x[2i], x[2i+1]) rotated, computed as one complex multiplication."""
-    xc = torch.view_as_complex(x.float().unflatten(-1, (-1, 2)))
-    rc = torch.view_as_complex(rope)[None, :, None, :]
-    return torch.view_as_real(xc * rc).flatten(-2).type_as(x)
+    """x: (B, S, H, D); rope: (S, D/2, 2) (cos, sin), or ``rope_complex`` of it -> x with each
+    interleaved pair (x[2i], x[2i+1]) rotated, computed as one complex multiplication."""
+    xc = torch.view_as_complex((x if x.dtype == torch.float32 else x.float()).unflatten(-1, (-1, 2)))
+    rc = rope if rope.is_complex() else rope_complex(rope)
+    out = torch.view_as_real(xc * rc).flatten(-2)
+    return out if out.dtype == x.dtype else out.type_as(x)
 
 
 class KVCache(nn.Module):
@@ -228,13 +238,19 @@ class KVCache(nn.Module):
         self.k_cache.zero_()
         self.v_cache.zero_()
 
-    def update(self, input_pos: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
-        """Write k, v (B, H, S, D) at positions ``input_pos`` (S,) of the first B rows;
-        → this layer's whole (B, H, max_seq_len, D) keys and values."""
+    def update(self, input_pos: "torch.Tensor | int", k: torch.Tensor, v: torch.Tensor):
+        """Write k, v (B, H, S, D) at positions ``input_pos`` (S,) of the first B rows (an int:
+        the first of S consecutive positions, written as a slice); → this layer's whole
+        (B, H, max_seq_len, D) keys and values."""
         b = k.shape[0]
         k_out, v_out = self.k_cache[:b], self.v_cache[:b]
-        k_out.index_copy_(2, input_pos, k.to(k_out.dtype))
-        v_out.index_copy_(2, input_pos, v.to(v_out.dtype))
+        if torch.is_tensor(input_pos):
+            k_out.index_copy_(2, input_pos, k.to(k_out.dtype))
+            v_out.index_copy_(2, input_pos, v.to(v_out.dtype))
+        else:
+            end = input_pos + k.shape[2]
+            k_out[:, :, input_pos:end].copy_(k)
+            v_out[:, :, input_pos:end].copy_(v)
         return k_out, v_out
 
 
@@ -253,17 +269,22 @@ class Attention(nn.Module):
         self.resid_dropout = nn.Dropout(args.resid_dropout_p)
         self.kv_cache: Optional[KVCache] = None
 
-    def forward(self, x, rope, mask, input_pos: Optional[torch.Tensor] = None, kv_len: Optional[int] = None):
+    def forward(self, x, rope, mask, input_pos: "torch.Tensor | int | None" = None, kv_len: Optional[int] = None):
         """x: (B, S, dim). Without a cache (training) ``mask`` covers the S×S block;
-        with one, the new keys are written at ``input_pos`` (S,) and the queries
-        attend to the cache's first ``kv_len`` positions (None: all of it); ``mask``
-        is (B or 1, 1, S, that many)."""
+        with one, the new keys are written at ``input_pos`` (S,) (an int: the first of S
+        consecutive positions) and the queries attend to the cache's first ``kv_len``
+        positions (None: all of it); ``mask`` is (B or 1, 1, S, that many), bool or an
+        additive float mask in the queries' dtype."""
         b, s, _ = x.shape
-        kv = self.n_kv_head * self.head_dim
-        q, k, v = self.wqkv(x).split([self.dim, kv, kv], dim=-1)
-        q = apply_rope(q.view(b, s, self.n_head, self.head_dim), rope).transpose(1, 2)
-        k = apply_rope(k.view(b, s, self.n_kv_head, self.head_dim), rope).transpose(1, 2)
-        v = v.view(b, s, self.n_kv_head, self.head_dim).transpose(1, 2)
+        nh, nkv, hd = self.n_head, self.n_kv_head, self.head_dim
+        # The Linears' weights are used directly (F.linear), here and in FeedForward: a module call
+        # is Python work, and on a busy CPU a decode step's small costs are mostly cache misses.
+        qkv = F.linear(x, self.wqkv.weight)
+        # queries and keys rotated in one call (a view of their columns; the rotation is elementwise)
+        qk = apply_rope(qkv[..., : (nh + nkv) * hd].unflatten(-1, (nh + nkv, hd)), rope)
+        q = qk[:, :, :nh].transpose(1, 2)
+        k = qk[:, :, nh:].transpose(1, 2)
+        v = qkv[..., (nh + nkv) * hd :].unflatten(-1, (nkv, hd)).transpose(1, 2)
         if self.kv_cache is not None and input_pos is not None:
             k, v = self.kv_cache.update(input_pos, k, v)
             if kv_len is not None:
@@ -277,7 +298,8 @@ class Attention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)
-        return self.resid_dropout(self.wo(out.transpose(1, 2).reshape(b, s, self.dim)))
+        out = F.linear(out.transpose(1, 2).reshape(b, s, self.dim), self.wo.weight)
+        return self.resid_dropout(out) if self.training else out
 
 
 class TransformerBlock(nn.Module):
@@ -328,6 +350,9 @@ class Transformer(nn.Module):
         # (max batch, 1, L, L) bool: which keys each query may attend to; allocated by setup_caches,
         # filled for each sequence by setup_cache (causal, caption padding masked out)
         self.register_buffer("attn_mask", None, persistent=False)
+        # The same mask as an additive one (0 / -inf) in the caches' dtype: what attention would
+        # otherwise convert the bool mask into at every layer of every step
+        self.register_buffer("attn_bias", None, persistent=False)
         self.cache_batch = 0
         self.reset_parameters()
 
@@ -374,7 +399,7 @@ class Transformer(nn.Module):
         h = self.tok_dropout(h)
         s = h.shape[1]
         mask = None if caption_mask is None else self._full_mask(h.shape[0], caption_mask, s, h.device)
-        rope = self.rope[:s]
+        rope = rope_complex(self.rope[:s])
         for layer in self.layers:
             h = layer(h, rope, mask)
         return self.norm(h)
@@ -411,6 +436,7 @@ class Transformer(nn.Module):
             a = layer.attention
             a.kv_cache = KVCache(max_batch_size, length, a.n_kv_head, a.head_dim, dtype, device)
         self.attn_mask = torch.zeros(max_batch_size, 1, length, length, dtype=torch.bool, device=device)
+        self.attn_bias = torch.zeros(max_batch_size, 1, length, length, dtype=dtype, device=device)
 
     def setup_cache(self, batch: int, caption_mask: Optional[torch.Tensor] = None, dtype=None, device=None):
         """Start a sequence of ``batch`` rows: the caches set up (reused when they fit)
@@ -419,6 +445,8 @@ class Transformer(nn.Module):
         for layer in self.layers:
             layer.attention.kv_cache.reset()
         self.attn_mask[:batch] = self._full_mask(batch, caption_mask, self.seq_len, self.attn_mask.device)
+        bias = self.attn_bias[:batch]
+        bias.zero_().masked_fill_(~self.attn_mask[:batch], float("-inf"))
         self.cache_batch = batch
 
     def clear_cache(self):
@@ -426,6 +454,7 @@ class Transformer(nn.Module):
         for layer in self.layers:
             layer.attention.kv_cache = None
         self.attn_mask = None
+        self.attn_bias = None
         self.cache_batch = 0
 
     def positions(self, first: int, count: int) -> torch.Tensor:
@@ -444,11 +473,18 @@ class Transformer(nn.Module):
         """
         b, s = h.shape[:2]
         kv_len = None
-        if not torch.is_tensor(input_pos):
+        if torch.is_tensor(input_pos):
+            mask = self.attn_mask[:b, :, input_pos]
+            rope = self.rope[input_pos]
+        else:  # slices (views) of the mask and the rotary table; the caches are written as slices too
             kv_len = input_pos + s
-            input_pos = self.positions(input_pos, s)
-        mask = self.attn_mask[:b, :, input_pos, :kv_len]
-        rope = self.rope[input_pos]
+            bias = self.attn_bias
+            if bias.dtype == h.dtype:
+                mask = bias[:b, :, input_pos:kv_len, :kv_len]
+            else:  # attention wants a float mask in the queries' dtype
+                mask = self.attn_mask[:b, :, input_pos:kv_len, :kv_len]
+            rope = self.rope[input_pos:kv_len]
+        rope = rope_complex(rope)
         for layer in self.layers:
             h = layer(h, rope, mask, input_pos, kv_len)
         return self.norm(h)
