@@ -172,10 +172,67 @@ class FeedForward(nn.Module):
         self.w1 = nn.Linear(args.dim, hidden, bias=False)
         self.w3 = nn.Linear(args.dim, hidden, bias=False)
         self.w2 = nn.Linear(hidden, args.dim, bias=False)
+        self.register_module("w13", None)  # [w1; w3] as one Linear once fuse() ran (w1, w3 are then None)
         self.ffn_dropout = nn.Dropout(args.ffn_dropout_p)
+        self._register_state_dict_hook(_unfuse_state_dict)
+        self._register_load_state_dict_pre_hook(_fuse_state_dict, with_module=True)
+
+    @property
+    def fused(self) -> bool:
+        return self.w13 is not None
+
+    def fuse(self) -> "FeedForward":
+        """Hold w1 and w3 as one Linear ``w13`` (rows [w1; w3]): one matrix product instead of two
+        per call, the same numbers bit for bit (each output is the same dot product). The state
+        dict keeps the official ``w1`` / ``w3`` keys both ways: ``state_dict()`` writes them (copies
+        of w13's halves) and ``load_state_dict`` takes them, so files and training code see no
+        difference. For inference (``ImagePipeline`` fuses its networks); a model being trained
+        keeps its two parameters, so optimizer states stay as they were saved."""
+        if self.w13 is None:
+            w = torch.cat([self.w1.weight.detach(), self.w3.weight.detach()])
+            self.w13 = nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device, dtype=w.dtype)
+            self.w13.weight = nn.Parameter(w, requires_grad=self.w1.weight.requires_grad)
+            self.w1 = self.w3 = None
+        return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.ffn_dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
+        if self.w13 is not None:
+            gate, up = F.linear(x, self.w13.weight).chunk(2, dim=-1)
+        else:
+            gate, up = F.linear(x, self.w1.weight), F.linear(x, self.w3.weight)
+        out = F.linear(F.silu(gate) * up, self.w2.weight)
+        return self.ffn_dropout(out) if self.training else out
+
+
+def _unfuse_state_dict(module: FeedForward, state_dict, prefix, local_metadata) -> None:
+    """A fused FeedForward's state dict under the official names: w13 → w1, w3."""
+    w = state_dict.pop(prefix + "w13.weight", None)
+    if w is not None:
+        h = w.shape[0] // 2
+        # copies, unless the caller asked for the live parameters (keep_vars): two halves of one storage
+        # would be written whole twice by torch.save, and safetensors refuses tensors that share memory
+        live = isinstance(w, nn.Parameter)
+        state_dict[prefix + "w1.weight"] = w[:h] if live else w[:h].clone()
+        state_dict[prefix + "w3.weight"] = w[h:] if live else w[h:].clone()
+
+
+def _fuse_state_dict(module: FeedForward, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                     error_msgs) -> None:
+    """w1, w3 in a state dict loading into a fused FeedForward → its w13 (load-time fusion)."""
+    k1, k3 = prefix + "w1.weight", prefix + "w3.weight"
+    if module.w13 is not None and k1 in state_dict and k3 in state_dict:
+        w1, w3 = state_dict[k1], state_dict[k3]
+        if w1.shape == w3.shape:
+            del state_dict[k1], state_dict[k3]
+            state_dict[prefix + "w13.weight"] = torch.cat([w1, w3])
+
+
+def fuse_feed_forwards(module: nn.Module) -> nn.Module:
+    """``FeedForward.fuse`` every feed-forward in ``module`` (a GPT, a drafter head); idempotent."""
+    for sub in module.modules():
+        if isinstance(sub, FeedForward):
+            sub.fuse()
+    return module
 
 
 def rope_table(grid_size: int, head_dim: int, base: float, prefix_len: int) -> torch.Tensor:

@@ -16,7 +16,7 @@ import torch
 def _linears(gpt):
     for layer in gpt.layers:
         a, f = layer.attention, layer.feed_forward
-        yield from (a.wqkv, a.wo, f.w1, f.w3, f.w2)
+        yield from (a.wqkv, a.wo) + ((f.w13,) if f.fused else (f.w1, f.w3)) + (f.w2,)
     yield gpt.output
 
 
