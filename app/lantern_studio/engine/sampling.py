@@ -7,6 +7,7 @@ then temperature, top-k and top-p, then softmax (LlamaGen's order).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -47,12 +48,18 @@ def probs_from_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Ten
     Greedy decoding takes the argmax of this distribution; the distribution
     itself still feeds LANTERN's neighbourhood mass.
     """
-    x = guided_logits(logits.float(), params.cfg_scale)
-    x = x / max(params.temperature, 1e-5)
+    x = logits.float()
+    if params.uses_cfg:  # guided_logits' numbers, computed in place in a tensor of our own
+        cond, uncond = x.chunk(2, dim=0)
+        x = (cond - uncond).mul_(params.cfg_scale).add_(uncond)
+        x.div_(max(params.temperature, 1e-5))
+    else:
+        x = x / max(params.temperature, 1e-5)
     v = x.shape[-1]
     if 0 < params.top_k < v:
-        kth = torch.topk(x, params.top_k, dim=-1).values[..., -1:]
-        x = x.masked_fill(x < kth, float("-inf"))
+        # the k-th largest value, found without sorting the top k (the same value: the least of them)
+        kth = torch.topk(x, params.top_k, dim=-1, sorted=False).values.amin(-1, keepdim=True)
+        x.masked_fill_(x < kth, float("-inf"))
     if params.top_p < 1.0:
         sorted_x, order = torch.sort(x, dim=-1, descending=True)
         cum = sorted_x.softmax(-1).cumsum(-1)
@@ -60,7 +67,8 @@ def probs_from_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Ten
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         x = x.masked_fill(drop, float("-inf"))
     p = x.softmax(-1)
-    if not bool(torch.isfinite(p).all()):
+    # finite everywhere iff the sum is: finite probabilities are at most 1, and a NaN or inf poisons the sum
+    if not math.isfinite(float(p.sum())):
         raise DistributionError(
             "model: the next-token distribution is not finite (NaN/inf logits: the weights hold NaN/inf, "
             "or the guidance scale is beyond what the logits can take)")
