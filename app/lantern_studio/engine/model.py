@@ -205,7 +205,10 @@ class FeedForward(nn.Module):
             gate, up = F.linear(x, self.w13.weight).chunk(2, dim=-1)
         else:
             gate, up = F.linear(x, self.w1.weight), F.linear(x, self.w3.weight)
-        out = F.linear(F.silu(gate) * up, self.w2.weight)
+        if torch.is_grad_enabled():
+            out = F.linear(F.silu(gate) * up, self.w2.weight)
+        else:  # in place in the product's own tensor: the same numbers
+            out = F.linear(F.silu(gate, inplace=True).mul_(up), self.w2.weight)
         return self.ffn_dropout(out) if self.training else out
 
 
@@ -373,8 +376,12 @@ class TransformerBlock(nn.Module):
         self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
 
     def forward(self, x, rope, mask, input_pos=None, kv_len=None):
-        h = x + self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len)
-        return h + self.feed_forward(self.ffn_norm(h))
+        if torch.is_grad_enabled():
+            h = x + self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len)
+            return h + self.feed_forward(self.ffn_norm(h))
+        # without autograd the residual sums go into the branches' own outputs (a + x is x + a, bit for bit)
+        h = self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len).add_(x)
+        return self.feed_forward(self.ffn_norm(h)).add_(h)
 
 
 # --------------------------------------------------------------------------- the model
