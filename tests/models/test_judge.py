@@ -125,6 +125,24 @@ def test_identity_judge_trains_and_answers_at_both_levels(data, tmp_path):
     assert p.shape == (3, 2) and np.allclose(p.sum(1), 1.0, atol=1e-5)
 
 
+def test_tokenizer_ceiling_scores_round_tripped_held_out_images(data, tmp_path):
+    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+
+    folder, _images, _meta = data
+    torch.manual_seed(0)
+    args = VQArgs(ch=16, encoder_ch_mult=[1, 1, 1], decoder_ch_mult=[1, 1, 1], z_channels=8, codebook_size=32, norm_groups=8,
+                  codebook_embed_dim=4)
+    save_vq(VQModel(args), args, tmp_path / "vq.safetensors")  # untrained: its round trip destroys the image
+    run = tmp_path / "judge"
+    assert rec.main(["--data", str(folder), "--run", str(run), "--steps", "60", "--label", "identity",
+                     "--holdout-style", "dotted", "--vq-ceiling", str(tmp_path / "vq.safetensors"),
+                     "--vq-ceiling-images", "10", *TINY]) == 0
+    tc = json.loads((run / rec.METRICS_NAME).read_text())["tokenizer_ceiling"]
+    assert tc["images"] == 10 and tc["real_same_images"]["n_images"] == 10
+    # an untrained tokenizer's grey mush is recognised less often than the real images
+    assert tc["top1"] < tc["real_same_images"]["top1"]
+
+
 def _judge_with_probs(probs: dict[str, float], groups: dict[str, str]) -> Recogniser:
     """A judge whose output ignores the image: softmax(head bias) = ``probs``."""
     classes = list(probs)

@@ -495,6 +495,33 @@ class _Trainer:
                 last_ckpt = time.time()
         self.save_checkpoint()
 
+    def tokenizer_ceiling(self) -> dict[str, Any]:
+        """The same held-out metrics on the images after a round trip through the
+        tokenizer ``--vq-ceiling`` (encode, decode): what a perfect AR model could
+        score through that tokenizer. Up to ``--vq-ceiling-images`` rows, spread evenly."""
+        from ..engine.tokenizer import load_vq
+
+        idx = self.data.heldout_idx
+        n = min(len(idx), self.a.vq_ceiling_images)
+        if n == 0:
+            return {}
+        pick = idx[np.linspace(0, len(idx) - 1, n).round().astype(int)]
+        vq = load_vq(self.a.vq_ceiling)
+        recon = []
+        with torch.no_grad():
+            for s in range(0, n, 64):
+                x = to_input(self.data.images[pick[s:s + 64]], self.cfg.image_size)
+                y = vq.decode_codes(vq.encode(x)).float().clamp(-1, 1)
+                recon.append(((y + 1) * 127.5).round().to(torch.uint8).permute(0, 2, 3, 1).numpy())
+        d = self.data
+        view = RecogniserData(images=np.concatenate(recon), labels=d.labels[pick], identities=[d.identities[i] for i in pick],
+                              train_idx=np.zeros(0, dtype=np.int64), heldout_idx=np.arange(n), classes=d.classes,
+                              groups=d.groups)
+        ev = evaluate(self.model, view, view.heldout_idx, batch_size=self.a.eval_batch)
+        return {"images": n, "tokenizer": str(self.a.vq_ceiling), "top1": ev["top1"], "top5": ev["top5"],
+                "subgroup_top5": ev.get("subgroup_top5"),
+                "real_same_images": evaluate(self.model, d, pick, batch_size=self.a.eval_batch)}
+
     def export(self, out: Path) -> dict[str, Any]:
         ev = self.evaluate_all()
         h, t = ev["heldout"], ev["train"]
@@ -529,6 +556,12 @@ class _Trainer:
             "config": {k: v for k, v in self.cfg.to_dict().items() if k not in ("classes", "groups")},
             "history": self.history,
         }
+        if getattr(self.a, "vq_ceiling", None):
+            metrics["tokenizer_ceiling"] = tc = self.tokenizer_ceiling()
+            if tc:
+                self.log(f"through the tokenizer ({tc['images']} held-out images): top-1 {100 * tc['top1']:.1f}% "
+                         f"top-5 {100 * tc['top5']:.1f}% (the same images unchanged: "
+                         f"{100 * tc['real_same_images']['top5']:.1f}% top-5)")
         info = {"steps": self.step, "heldout_top1": h["top1"], "heldout_top5": h["top5"],
                 "train_top1": t["top1"], "data": metrics["data"]}
         save_recogniser(self.model, out, dtype=torch.float16, extra=info)
@@ -586,6 +619,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--weight-decay", type=float, default=0.05)
     g.add_argument("--grad-clip", type=float, default=2.0)
     g.add_argument("--label-smoothing", type=float, default=0.1)
+    g.add_argument("--vq-ceiling", type=Path, default=None, metavar="VQ",
+                   help="at export, also score held-out images after a round trip through this tokenizer "
+                        "(what a perfect AR model could reach through it)")
+    g.add_argument("--vq-ceiling-images", type=int, default=512, help="held-out images for --vq-ceiling (512)")
     g.add_argument("--balance", choices=["identity", "image"], default="identity",
                    help="sample each emoji identity equally (default) or each image equally")
     g.add_argument("--shift", type=int, default=3, help="max random shift in px, white fill (default: 3)")
