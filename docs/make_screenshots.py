@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", help="model folder (with model.json)")
     ap.add_argument("--out", default=str(HERE), help="folder for the PNGs (default: docs/)")
-    ap.add_argument("--prompt", default="a red heart with a white outline")
+    ap.add_argument("--prompt", default="a red heart")
     ap.add_argument("--gallery", default="a smiling sun;a green frog;a slice of pizza;a blue butterfly",
                     help="prompts generated first so the history is not empty (';'-separated)")
     ap.add_argument("--deltas", default="0,0.01,0.02,0.05,0.1,0.2,0.4", help="δ sweep for the trade-off chart")
