@@ -90,11 +90,17 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None, *,
                    identities: bool = False) -> tuple[list[tuple], str]:
     """→ ([(prompt, subgroup or None)] × n, where they came from); with
     ``identities`` each entry also carries the identities that count as right
-    (only a JSON prompt set names them; None elsewhere).
+    (a JSON prompt set and ``train-captions`` name them; None elsewhere).
 
     Order of preference: ``--prompts FILE``; ``heldout_prompts.json`` in the
     model folder; held-out captions of the dataset; the class names of a
     class-conditional model; a built-in list."""
+    chosen, source = _choose(pipe, n, prompts_file, dataset)
+    return (chosen if identities else [(p, s) for p, s, _ in chosen]), source
+
+
+def _choose(pipe, n: int, prompts_file, dataset) -> tuple[list[tuple], str]:
+    """:func:`choose_prompts` with every entry (prompt, subgroup(s), identities or None)."""
     meta = dataset[1] if isinstance(dataset, tuple) else None
 
     def lookup(text):
@@ -104,24 +110,21 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None, *,
 
         return prompt_subgroup(text, meta)
 
+    def no_ids(pool):
+        return [(p, s, None) for p, s in pool]
+
     if prompts_file == TRAIN_CAPTIONS:
         if meta is None:
             raise BenchError(f"--prompts {TRAIN_CAPTIONS}: needs the dataset (`lantern-studio train data`, or --data)")
         pool = training_names(meta)
         if not pool:
             raise BenchError(f"--prompts {TRAIN_CAPTIONS}: the dataset has no training emoji")
-        chosen = _spread(pool, n)
-        return (chosen if identities else [(p, s) for p, s, _ in chosen]), "training emoji names (validation)"
-    if identities:
-        chosen, source = choose_prompts(pipe, n, prompts_file, dataset)
-        if prompts_file and str(prompts_file).endswith(".json"):
-            return _spread(read_prompt_set(prompts_file, identities=True), n), source
-        return [(p, s, None) for p, s in chosen], source
+        return _spread(pool, n), "training emoji names (validation)"
     if prompts_file:
         if str(prompts_file).endswith(".json"):
-            return _spread(read_prompt_set(prompts_file), n), str(prompts_file)
+            return _spread(read_prompt_set(prompts_file, identities=True), n), str(prompts_file)
         pool = [(p, lookup(p)) for p in read_prompts_file(prompts_file)]
-        return _spread(pool, n), str(prompts_file)
+        return _spread(no_ids(pool), n), str(prompts_file)
     folder = pipe.source.folder
     held = folder / "heldout_prompts.json" if folder is not None else None
     if held is not None and held.is_file():
@@ -129,7 +132,7 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None, *,
         pool = [(r["prompt"], r.get("subgroup")) if isinstance(r, dict) else (str(r), lookup(str(r))) for r in rows]
         pool = [(p, s) for p, s in pool if isinstance(p, str) and p.strip()]
         if pool:
-            return _spread(pool, n), str(held)
+            return _spread(no_ids(pool), n), str(held)
     if meta is not None:
         seen, pool = set(), []
         for m in meta:
@@ -138,8 +141,8 @@ def choose_prompts(pipe, n: int, prompts_file=None, dataset=None, *,
                 seen.add(cap)
                 pool.append((cap, m.get("subgroup")))
         if pool:
-            return _spread(pool, n), "dataset held-out captions"
+            return _spread(no_ids(pool), n), "dataset held-out captions"
     names = getattr(pipe.conditioner, "names", None)
     if names:
-        return _spread([(str(x), lookup(str(x))) for x in names], n), "model class names"
-    return _spread([(p, lookup(p)) for p in FALLBACK_PROMPTS], n), "built-in prompts"
+        return _spread(no_ids([(str(x), lookup(str(x))) for x in names]), n), "model class names"
+    return _spread(no_ids([(p, lookup(p)) for p in FALLBACK_PROMPTS]), n), "built-in prompts"
