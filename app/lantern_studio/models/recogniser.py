@@ -192,6 +192,15 @@ def load_recogniser_net(path: str | os.PathLike) -> tuple[RecogniserNet, dict[st
 # --------------------------------------------------------------------------
 
 
+def subgroup_pool(classes: list[str], groups: dict[str, str]) -> tuple[list[str], torch.Tensor]:
+    """→ (sorted subgroup names, (C, G) 0/1 matrix): ``probs @ pool`` sums each subgroup's identity probabilities."""
+    names = sorted(set(groups.values()))
+    at = {g: j for j, g in enumerate(names)}
+    pool = torch.zeros(len(classes), len(names))
+    pool[torch.arange(len(classes)), torch.tensor([at[groups[c]] for c in classes])] = 1.0
+    return names, pool
+
+
 class Recogniser:
     """A trained recogniser (subgroup-level, or the identity-level judge).
     Inference only, CPU by default, fp32.
@@ -220,12 +229,8 @@ class Recogniser:
         self._levels: dict[str, tuple[list[str], dict[str, int]]] = {self.label: (self.classes, self.index)}
         self._pool: torch.Tensor | None = None  # (C, G) 0/1: identity class -> its subgroup
         if groups:
-            names = sorted(set(groups.values()))
-            at = {g: j for j, g in enumerate(names)}
-            pool = torch.zeros(len(self.classes), len(names))
-            pool[torch.arange(len(self.classes)), torch.tensor([at[groups[c]] for c in self.classes])] = 1.0
-            self._pool = pool
-            self._levels["subgroup"] = (names, at)
+            names, self._pool = subgroup_pool(self.classes, groups)
+            self._levels["subgroup"] = (names, {g: j for j, g in enumerate(names)})
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: str | torch.device = "cpu") -> "Recogniser":

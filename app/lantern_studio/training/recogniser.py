@@ -65,7 +65,7 @@ import torch.nn.functional as F
 from lantern_studio import paths
 # the network, its input convention and its weights file are the shipped inference side (models/recogniser.py)
 from ..models.recogniser import (ARCH, KIND, RecogniserConfig, RecogniserNet, load_recogniser_net,  # noqa: F401
-                                 save_recogniser, to_input)
+                                 save_recogniser, subgroup_pool, to_input)
 from ..models.dataset import DatasetError, default_out_dir, load_dataset
 from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
@@ -274,12 +274,8 @@ def evaluate(model: RecogniserNet, data: RecogniserData, idx: np.ndarray, *, bat
                 **({"subgroup_top5": None} if groups else {})}
     pool = target_group = None
     if groups:
-        names = sorted(set(groups.values()))
-        at = {g: j for j, g in enumerate(names)}
-        col = torch.tensor([at[groups[c]] for c in model.config.classes])
-        pool = torch.zeros(len(col), len(names))
-        pool[torch.arange(len(col)), col] = 1.0
-        target_group = col
+        _names, pool = subgroup_pool(model.config.classes, groups)
+        target_group = pool.argmax(dim=1)  # each identity class's subgroup column
     hit_sg = []
     was_training = model.training
     model.eval()
