@@ -20,6 +20,7 @@ import torch
 from lantern_studio.eval.metrics import Recogniser, identity_accuracy, prompt_fidelity, top_k_hits
 from lantern_studio.models.recogniser import RecogniserConfig, RecogniserNet
 from lantern_studio.training import recogniser as rec
+from support.dataset import write_dataset
 
 IDENTITIES = {  # identity -> (subgroup, colour)
     "SQ-RED": ("shape-square", (220, 30, 30)),
@@ -65,11 +66,8 @@ def _write(folder: Path, per: int = 6) -> tuple[np.ndarray, list[dict]]:
             meta.append({"caption": f"{ident.lower()}, {st} style", "identity": ident, "name": ident.lower(),
                          "vendor": st, "style": st, "skin_tone": None, "group": "shapes", "subgroup": sg,
                          "tags": [], "split": "train" if j % 3 else "heldout"})
-    folder.mkdir(parents=True, exist_ok=True)
     images = np.stack(images)
-    np.save(folder / "images.npy", images, allow_pickle=False)
-    (folder / "meta.jsonl").write_text("".join(json.dumps(m) + "\n" for m in meta), encoding="utf-8")
-    (folder / "manifest.json").write_text(json.dumps({"dataset": "shapes"}), encoding="utf-8")
+    write_dataset(folder, images, meta, {"dataset": "shapes"})
     return images, meta
 
 

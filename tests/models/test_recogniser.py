@@ -24,6 +24,7 @@ from lantern_studio.eval.metrics import (
     score_image,
 )
 from lantern_studio.training import recogniser as rec
+from support.dataset import write_dataset
 
 CLASSES = ["shape-circle", "shape-square", "shape-triangle"]
 COLOURS = {"shape-square": (220, 30, 30), "shape-circle": (30, 170, 40), "shape-triangle": (30, 60, 220)}
@@ -67,10 +68,7 @@ def _write_dataset(folder: Path) -> tuple[np.ndarray, list[dict]]:
     tr_img, tr_meta = _make(16, 0, "train")
     he_img, he_meta = _make(6, 1, "heldout")
     images, meta = np.concatenate([tr_img, he_img]), tr_meta + he_meta
-    folder.mkdir(parents=True, exist_ok=True)
-    np.save(folder / "images.npy", images, allow_pickle=False)
-    (folder / "meta.jsonl").write_text("".join(json.dumps(m) + "\n" for m in meta), encoding="utf-8")
-    (folder / "manifest.json").write_text(json.dumps({"dataset": "shapes", "subgroups": CLASSES}), encoding="utf-8")
+    write_dataset(folder, images, meta, {"dataset": "shapes", "subgroups": CLASSES})
     return images, meta
 
 
