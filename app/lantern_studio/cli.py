@@ -57,6 +57,8 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--greedy", action="store_true", default=None)
+    p.add_argument("--style", default=None, help="a class model's art style: a style name, 'any' (one per seed) "
+                   "or '' (the model's default); `lantern-studio models info` lists a model's styles")
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
     p.add_argument("--precision", default="auto", help="auto, fp32, bf16, fp16: weights and KV caches "
                    "(auto: bf16 where the device runs it natively, else fp32)")
@@ -66,7 +68,7 @@ def settings_from_args(defaults, args):
     mapping = {"seed": "seed", "k": "k", "delta": "delta", "lam": "lam", "bound": "bound",
                "adaptive_delta": "adaptive_delta", "drafter": "drafter",
                "draft_length": "draft_length", "cfg": "cfg_scale", "temperature": "temperature",
-               "top_k": "top_k", "top_p": "top_p", "greedy": "greedy"}
+               "top_k": "top_k", "top_p": "top_p", "greedy": "greedy", "style": "style"}
     changes = {field: getattr(args, a) for a, field in mapping.items() if getattr(args, a, None) is not None}
     return defaults.with_(**changes)
 
@@ -109,6 +111,8 @@ def cmd_generate(args) -> int:
         print(f"error: could not write {target}: {e.strerror or e}", file=sys.stderr)
         return 1
     if not args.quiet:
+        if result.note:
+            print(f"drew: {result.note}")
         print(f"wrote {out}  ({stats['tokens']} tokens, {stats['target_forwards'] + 1} target forwards, "
               f"{stats['mean_accepted_length']:.2f} tokens/forward, {stats['wall_seconds']:.2f} s, {pipe.precision})")
     return 0

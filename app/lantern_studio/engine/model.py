@@ -25,6 +25,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .class_embedding import FactorisedClassEmbedder
+
 
 def find_multiple(n: int, k: int) -> int:
     return n if n % k == 0 else n + k - (n % k)
@@ -49,6 +51,10 @@ class ModelArgs:
     ffn_dropout_p: float = 0.1
     drop_path_rate: float = 0.0
     num_classes: int = 1000
+    # Not in LlamaGen: > 0 makes a c2i model's class factorised (class_embedding.py): num_classes
+    # identities + num_styles art styles + num_tones skin tones, each a vector of its own, summed
+    num_styles: int = 0
+    num_tones: int = 0
     caption_dim: int = 2048
     class_dropout_prob: float = 0.1
     model_type: str = "c2i"
@@ -401,7 +407,12 @@ class Transformer(nn.Module):
         self.cls_token_num = args.cls_token_num
         self.block_size = args.block_size
         self.model_type = args.model_type
-        if args.model_type == "c2i":
+        if args.model_type == "c2i" and args.num_styles > 0:
+            if args.cls_token_num != 1:
+                raise ValueError(f"a factorised class model has one prefix token, got cls_token_num {args.cls_token_num}")
+            self.cls_embedding = FactorisedClassEmbedder(args.num_classes, args.num_styles, args.num_tones, args.dim,
+                                                         args.class_dropout_prob)
+        elif args.model_type == "c2i":
             self.cls_embedding = LabelEmbedder(args.num_classes, args.dim, args.class_dropout_prob)
         elif args.model_type == "t2i":
             self.cls_embedding = CaptionEmbedder(args.caption_dim, args.dim, args.class_dropout_prob, args.cls_token_num)
@@ -432,6 +443,18 @@ class Transformer(nn.Module):
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, 0.0, std)
         nn.init.zeros_(self.output.weight)
+
+    @property
+    def factorised(self) -> bool:
+        """Whether the class is (identity, style, tone) (class_embedding.py) rather than one id."""
+        return isinstance(self.cls_embedding, FactorisedClassEmbedder)
+
+    def grow_identities(self, new: int, generator: Optional[torch.Generator] = None) -> None:
+        """Append ``new`` identity rows to a factorised class model; old classes keep their outputs."""
+        if not self.factorised:
+            raise ValueError("only a factorised class model grows identity rows")
+        self.cls_embedding.grow(new, self.config.initializer_range, generator)
+        self.config.num_classes = self.cls_embedding.num_identities
 
     @property
     def seq_len(self) -> int:

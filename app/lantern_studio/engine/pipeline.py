@@ -192,7 +192,7 @@ class ImagePipeline:
     def decoding(self, prompt: str, settings: GenerationSettings, should_stop: Optional[Callable[[], bool]] = None):
         """→ (Decoding, Conditioning). Raises PromptError / SettingsError on bad input."""
         settings = settings.validate(self.vocab_size)
-        c = self.conditioner(prompt)
+        c = self.conditioner(prompt, settings)
         dev = self.device
         cond = c.cond.to(dev)
         if cond.is_floating_point():

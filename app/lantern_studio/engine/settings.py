@@ -17,6 +17,7 @@ MAX_CFG = 100.0
 MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-3, 100.0
 MIN_TOP_P = 1e-6
 MAX_LAM = 1e6
+MAX_STYLE_CHARS = 64
 
 
 class SettingsError(ValueError):
@@ -46,6 +47,9 @@ class GenerationSettings:
     bound: str = "lantern"
     adaptive_delta: bool = False  # δ_t = δ · H(p_t) / log V per slot (bound "lantern" or "step")
     measure_tv: bool = False  # diagnostics: exact TV of each step's output from the target (costs time; no RNG)
+    # The art style a factorised class model draws in: "" its default, "any" one per seed, or a style's
+    # name (the model's conditioner checks the name; other models ignore it)
+    style: str = ""
 
     def validate(self, vocab_size: Optional[int] = None) -> "GenerationSettings":
         """These settings with plain Python values, or SettingsError naming the first bad field."""
@@ -115,6 +119,9 @@ class GenerationSettings:
         for name in ("adaptive_delta", "measure_tv"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(name, f"must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.style, str) or len(self.style) > MAX_STYLE_CHARS:
+            raise SettingsError("style", f"must be a style name of at most {MAX_STYLE_CHARS} characters, "
+                                f"got {show(self.style)}")
         if self.adaptive_delta and self.lam is not None:
             raise SettingsError("adaptive_delta", "scales δ, and LANTERN++ (λ) has none: use bound 'lantern' or 'step'")
         # Plain Python numbers from here on (NumPy scalars are welcome as input).

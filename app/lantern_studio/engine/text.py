@@ -53,13 +53,15 @@ def check_prompt(prompt) -> str:
 
 @dataclass
 class Conditioning:
-    cond: torch.Tensor  # (1,) class ids or (1, P, caption_dim) embeddings
+    cond: torch.Tensor  # (1,) class ids, (1, 3) factorised classes or (1, P, caption_dim) embeddings
     mask: Optional[torch.Tensor]  # (1, P) bool for captions, else None
     note: str = ""  # what the prompt was understood as
+    match: Optional[object] = None  # a factorised class model's snap.Match: identity, style, tone, alternatives
 
 
 class Conditioner(Protocol):
-    def __call__(self, prompt: str) -> Conditioning: ...
+    # settings: the GenerationSettings of the run (a factorised class model reads its style and seed)
+    def __call__(self, prompt: str, settings=None) -> Conditioning: ...
 
 
 # --------------------------------------------------------------------------- classes
@@ -99,7 +101,7 @@ class ClassConditioner:
         close = difflib.get_close_matches(key, list(self._index), n=n, cutoff=0.4)
         return list(dict.fromkeys(starts + close))[:n]
 
-    def __call__(self, prompt: str) -> Conditioning:
+    def __call__(self, prompt: str, settings=None) -> Conditioning:
         i = self.match(prompt)
         return Conditioning(torch.tensor([i]), None, f"class {i}: {self.names[i]}")
 
@@ -263,7 +265,7 @@ class CaptionConditioner:
         top = torch.topk(sims, min(n, len(self.snap_captions)))
         return [(self.snap_captions[int(i)], float(s)) for s, i in zip(top.values, top.indices)]
 
-    def __call__(self, prompt: str) -> Conditioning:
+    def __call__(self, prompt: str, settings=None) -> Conditioning:
         text = check_prompt(prompt)
         note = text
         if self.snap_captions is not None:

@@ -6,7 +6,8 @@ lives on disk. The bundled model in ``resources/models/`` is one of these.
     {"format": "lantern-studio-model/1", "name": "...",
      "gpt": "gpt.safetensors", "vq": "vq.safetensors", "eagle": "eagle.safetensors",
      "conditioning": {"kind": "caption", "encoder": "minilm" | "hash", "length": 24, "dim": 384}
-                   | {"kind": "class", "names": [...]},
+                   | {"kind": "class", "names": [...]}
+                   | {"kind": "class", "factorised": true, "identities": "identities.json", ...} (models/classes.py),
      "defaults": {GenerationSettings fields},
      "files": {"gpt.safetensors": "<sha256>", ...}}
 """
@@ -24,7 +25,9 @@ from ..engine.files import atomic_write, sha256_file
 from ..engine.drafters import EagleHead
 from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings
+from ..engine.snap import IdentityConditioner
 from ..engine.text import CaptionConditioner, ClassConditioner, HashEncoder, MiniLMEncoder
+from .classes import read_vocabulary
 from ..paths import cache_dir
 
 FORMAT = "lantern-studio-model/1"
@@ -86,7 +89,22 @@ def read_manifest(folder) -> dict:
             raise _bad(folder, f'"files": the sha256 of {name!r} must be 64 hex digits, got {digest!r}')
     cond = man["conditioning"]
     kind = cond.get("kind")
-    if kind == "class":
+    if kind == "class" and cond.get("factorised"):
+        for key in ("identities", "encoder"):
+            if not isinstance(cond.get(key), str):
+                raise _bad(folder, f'"conditioning.{key}" must be a string')
+        for key in ("styles", "tones"):
+            names = cond.get(key)
+            if not (isinstance(names, list) and all(isinstance(n, str) and n for n in names)):
+                raise _bad(folder, f'"conditioning.{key}" must be a list of names')
+        if not cond["styles"]:
+            raise _bad(folder, '"conditioning.styles" must name at least one style')
+        if cond.get("default_style") is not None and cond["default_style"] not in cond["styles"]:
+            raise _bad(folder, f'"conditioning.default_style" {cond["default_style"]!r} is not one of its styles')
+        snap = cond.get("snap")
+        if not (isinstance(snap, dict) and isinstance(snap.get("vectors"), str)):
+            raise _bad(folder, '"conditioning.snap" must be {"vectors": FILE}')
+    elif kind == "class":
         names = cond.get("names")
         if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
             raise _bad(folder, '"conditioning.names" must be a non-empty list of class names')
@@ -143,18 +161,42 @@ def verify_files(folder, man: dict) -> None:
 _ENCODERS = {}
 
 
+def _encoder(spec: dict):
+    enc = spec.get("encoder", "minilm")
+    if enc == "minilm":
+        return _ENCODERS.setdefault("minilm", MiniLMEncoder())  # one per process: it is 90 MB
+    if enc == "hash":
+        return HashEncoder(spec["dim"])
+    if isinstance(enc, str) and enc.startswith("hash:"):
+        return HashEncoder(int(enc.split(":", 1)[1]))
+    raise CheckpointError(f"unknown text encoder {enc!r}")
+
+
+def identity_conditioner(spec: dict, folder: Path) -> IdentityConditioner:
+    """A factorised class model's conditioner from its folder: identities.json, the snap vectors."""
+    from safetensors.torch import load_file
+
+    vocab = read_vocabulary(folder_file(folder, spec["identities"], "conditioning.identities"),
+                            spec["styles"], spec["tones"])
+    t = load_file(str(folder_file(folder, spec["snap"]["vectors"], "conditioning.snap.vectors")))
+    try:
+        return IdentityConditioner(_encoder(spec), vocab.identities, vocab.styles, vocab.tones, t.get("vectors"),
+                                   t.get("tag_vectors"), spec.get("default_style"), vocab.outside,
+                                   t.get("outside_vectors"), t.get("outside_tag_vectors"))
+    except ValueError as e:
+        raise _bad(folder, f"the snap vectors do not fit identities.json ({e})") from None
+
+
 def make_conditioner(spec: dict, folder: Optional[Path] = None):
     kind = spec.get("kind")
+    if kind == "class" and spec.get("factorised"):
+        if folder is None:
+            raise CheckpointError("a factorised class model's conditioner is read from its folder")
+        return identity_conditioner(spec, folder)
     if kind == "class":
         return ClassConditioner(spec["names"])
     if kind == "caption":
-        enc = spec.get("encoder", "minilm")
-        if enc == "minilm":
-            encoder = _ENCODERS.setdefault("minilm", MiniLMEncoder())  # one per process: it is 90 MB
-        elif enc == "hash":
-            encoder = HashEncoder(spec["dim"])
-        else:
-            raise CheckpointError(f"unknown text encoder {enc!r}")
+        encoder = _encoder(spec)
         snap = spec.get("snap")
         if snap and folder is not None:
             from safetensors.torch import load_file
@@ -171,6 +213,31 @@ def make_conditioner(spec: dict, folder: Optional[Path] = None):
             return CaptionConditioner(encoder, spec["length"], captions, vectors, tag_vectors)
         return CaptionConditioner(encoder, spec["length"])
     raise CheckpointError(f"unknown conditioning kind {kind!r}")
+
+
+def check_conditioning_fits(folder: Path, spec: dict, conditioner, gpt) -> None:
+    """The conditioning model.json describes must be the one the GPT was built for: a class list as
+    long as its class table (a longer one would index past it), factors as many as its tables."""
+    cfg = gpt.config
+    kind = spec.get("kind")
+    if kind == "class" and gpt.model_type != "c2i" or kind == "caption" and gpt.model_type != "t2i":
+        raise _bad(folder, f'"conditioning.kind" is {kind!r} but the GPT is a '
+                           f'{"class" if gpt.model_type == "c2i" else "text"}-conditional model')
+    if kind != "class":
+        return
+    if isinstance(conditioner, IdentityConditioner):
+        if not gpt.factorised:
+            raise _bad(folder, "a factorised class list, but the GPT has one class table (not factorised)")
+        have = (len(conditioner.identities), len(conditioner.styles), len(conditioner.tones))
+        want = (cfg.num_classes, cfg.num_styles, cfg.num_tones)
+        if have != want:
+            raise _bad(folder, f"identities/styles/tones {have} do not match the GPT's tables {want}")
+    elif gpt.factorised:
+        raise _bad(folder, "the GPT's classes are factorised (identity, style, tone); a plain name list cannot "
+                           "condition it")
+    elif len(conditioner.names) > cfg.num_classes:
+        raise _bad(folder, f'"conditioning.names" lists {len(conditioner.names)} classes, but the GPT has '
+                           f"{cfg.num_classes}")
 
 
 def load_eagle(path, gpt_config) -> EagleHead:
@@ -214,6 +281,7 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
         raise
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise _bad(folder, f"conditioning files unusable ({type(e).__name__}: {e})") from None
+    check_conditioning_fits(folder, man["conditioning"], conditioner, gpt)
     scorer = None
     if man.get("recogniser"):
         folder_file(folder, man["recogniser"], "recogniser")

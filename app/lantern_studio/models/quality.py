@@ -1,8 +1,8 @@
 """Per-image prompt fidelity for a model folder that ships a recogniser.
 
 The score of an image for a prompt is the recogniser's probability of the
-subgroup of the caption the prompt was matched to (the conditioner's nearest
-caption), so a free-form prompt is judged against what the model was asked
+subgroup of the caption (or, for a factorised class model, the identity) the
+prompt was matched to, so a free-form prompt is judged against what the model was asked
 to draw.
 """
 
@@ -25,7 +25,7 @@ class PromptScorer:
         self._rec = None
         self._lock = threading.Lock()
         snap = manifest.get("conditioning", {}).get("snap") or {}
-        rows = json.loads((self.folder / snap["captions"]).read_text()) if snap else []
+        rows = json.loads((self.folder / snap["captions"]).read_text()) if snap.get("captions") else []
         self.subgroup_of = {r["caption"]: r["subgroup"] for r in rows if isinstance(r, dict)}
 
     def recogniser(self):
@@ -40,6 +40,9 @@ class PromptScorer:
     def subgroup_for_prompt(self, prompt: str):
         if prompt in self.subgroup_of:
             return self.subgroup_of[prompt]
+        identities = getattr(self.conditioner, "identities", None)  # a factorised class model (engine/snap.py)
+        if identities is not None:
+            return identities[self.conditioner.nearest(prompt, 1)[0][0]].get("subgroup")
         near = getattr(self.conditioner, "nearest_captions", None)
         if near is not None:
             best = near(prompt, 1)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -24,13 +25,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..engine.checkpoints import save_gpt
+from ..engine.checkpoints import load_gpt, load_state_strict, save_gpt
+from ..engine.files import sha256_file
 from ..engine.model import ModelArgs, Transformer
-from ..engine.text import left_pad
+from ..engine.text import MiniLMEncoder, left_pad, make_text_encoder
+from ..engine.tokenizer import load_vq
+from ..models.classes import class_rows, vocabulary_from_meta
+from ..models.dataset import load_dataset
 from ..paths import data_dir, runs_dir
 from . import distributed
 from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
-
 from .data import identity_weights, short_caption
 
 SHIFTS = [(0, 0), (2, 2), (-2, -2)]
@@ -69,34 +73,38 @@ def embed_texts(encoder, texts, length: int, batch: int = 256):
     return torch.stack(embs), torch.stack(masks)
 
 
-def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24, shifts=SHIFTS, log=print) -> dict:
-    """Tokenize + embed once; cached as run/prepared.pt (reused when inputs match)."""
-    from ..engine.tokenizer import load_vq
-    from ..models.local import sha256_file
-    from .data import load_dataset
+def tokenize_shifts(images: np.ndarray, vq, shifts, log) -> torch.Tensor:
+    """Every image tokenized at each (dx, dy) shift on white → (S, N, h, w) int16."""
+    codes = []
+    for dx, dy in shifts:
+        log(f"tokenizing shift ({dx},{dy})")
+        codes.append(tokenize_images(vq, shift_on_white(images, dx, dy) if (dx or dy) else images, log=log))
+    return torch.stack(codes)
 
-    images, meta, manifest = load_dataset(data)
-    key = {"vq": sha256_file(vq_path), "data": manifest.get("sha256", manifest.get("files")), "shifts": shifts, "length": length}
+
+def _cached(run: Path, key: dict):
     path = run / "prepared.pt"
     if path.exists():
         cached = torch.load(path, map_location="cpu", weights_only=True)
         if cached.get("key") == repr(key):
             return cached
-    if encoder is None:
-        from ..engine.text import MiniLMEncoder
+    return None
 
+
+def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24, shifts=SHIFTS, log=print) -> dict:
+    """Tokenize + embed once; cached as run/prepared.pt (reused when inputs match)."""
+    images, meta, manifest = load_dataset(data)
+    key = {"vq": sha256_file(vq_path), "data": manifest.get("sha256", manifest.get("files")), "shifts": shifts, "length": length}
+    cached = _cached(run, key)
+    if cached is not None:
+        return cached
+    if encoder is None:
         encoder = MiniLMEncoder()
     elif isinstance(encoder, str):
-        from ..engine.text import make_text_encoder
-
         encoder = make_text_encoder(encoder)
     vq = load_vq(vq_path)
     t0 = time.time()
-    codes = []
-    for dx, dy in shifts:
-        log(f"tokenizing shift ({dx},{dy})")
-        codes.append(tokenize_images(vq, shift_on_white(images, dx, dy) if (dx or dy) else images, log=log))
-    codes = torch.stack(codes)  # (S, N, h, w)
+    codes = tokenize_shifts(images, vq, shifts, log)
     captions = [m["caption"] for m in meta]
     texts = sorted(set(captions) | {short_caption(c) for c in captions})
     log(f"embedding {len(texts)} caption variants")
@@ -107,10 +115,42 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
     train_rows = [i for i, m in enumerate(meta) if m["split"] == "train"]
     weights = torch.zeros(len(meta), dtype=torch.float64)
     weights[train_rows] = torch.from_numpy(identity_weights(meta, train_rows))
-    out = {"key": repr(key), "codes": codes, "texts": texts, "emb": emb, "mask": mask, "variants": variants,
-           "train": split, "weights": weights, "vocab_size": vq.args.codebook_size, "grid": codes.shape[-1]}
-    save_checkpoint(path, **out)
+    out = {"key": repr(key), "kind": "caption", "codes": codes, "texts": texts, "emb": emb, "mask": mask,
+           "variants": variants, "train": split, "weights": weights, "vocab_size": vq.args.codebook_size,
+           "grid": codes.shape[-1]}
+    save_checkpoint(run / "prepared.pt", **out)
     log(f"prepared {codes.shape[1]} images x {len(shifts)} shifts, {len(texts)} texts in {time.time() - t0:.0f}s")
+    return out
+
+
+def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print) -> dict:
+    """Tokenize once and give every image row its class [identity, style, tone] under the
+    repertoire rule (models/classes.py); cached as run/prepared.pt. Every row of a kept identity
+    trains (a class model draws only the classes it was taught, so no identity is held out);
+    the NLL is evaluated on a fixed sample of unshifted training rows."""
+    images, meta, manifest = load_dataset(data)
+    vocab = vocabulary_from_meta(meta, repertoire)
+    rows = class_rows(meta, vocab)
+    keep = [i for i, r in enumerate(rows) if r is not None]
+    images_sha = ((manifest.get("files") or {}).get("images.npy") or {}).get("sha256")
+    key = {"vq": sha256_file(vq_path), "images": images_sha, "shifts": shifts, "kind": "class",
+           "rows": hashlib.sha256(repr(keep).encode()).hexdigest()}
+    # only the tokens are cached: the class table is re-read from the dataset at every start (cheap)
+    cached = _cached(run, key)
+    if cached is None:
+        t0 = time.time()
+        codes = tokenize_shifts(images[keep], load_vq(vq_path), shifts, log)
+        save_checkpoint(run / "prepared.pt", key=repr(key), codes=codes, vocab_size=int(codes.max()) + 1)
+        log(f"tokenized {len(keep)} images of {len(vocab.identities)} identities ({repertoire}) x {len(shifts)} "
+            f"shifts in {time.time() - t0:.0f}s")
+    else:
+        codes = cached["codes"]
+    kept_meta = [meta[i] for i in keep]
+    out = {"kind": "class", "codes": codes, "cond": torch.tensor([rows[i] for i in keep]),
+           "train": torch.ones(len(keep), dtype=torch.bool),
+           "weights": torch.from_numpy(identity_weights(kept_meta, range(len(keep)))),
+           "vocab_size": load_vq(vq_path).args.codebook_size, "grid": codes.shape[-1], "vocabulary": vocab.to_json(),
+           "identities": len(vocab.identities), "styles": vocab.styles, "tones": vocab.tones}
     return out
 
 
@@ -120,8 +160,45 @@ def model_args(vocab: int, grid: int, length: int, caption_dim: int, dim: int, l
                      class_dropout_prob=0.1, token_dropout_p=0.1, resid_dropout_p=0.1, ffn_dropout_p=0.1)
 
 
+def class_model_args(vocab: int, grid: int, identities: int, styles: int, tones: int, dim: int, layers: int,
+                     heads: int, dropout: float) -> ModelArgs:
+    """A factorised class model (engine/class_embedding.py); ``dropout`` for tokens, residuals and
+    feed-forwards (low while the model under-fits); 10 % of rows train the null class for CFG."""
+    return ModelArgs(dim=dim, n_layer=layers, n_head=heads, multiple_of=64, vocab_size=vocab,
+                     block_size=grid * grid, cls_token_num=1, model_type="c2i", num_classes=identities,
+                     num_styles=styles, num_tones=tones, class_dropout_prob=0.1, token_dropout_p=dropout,
+                     resid_dropout_p=dropout, ffn_dropout_p=dropout)
+
+
+def warm_start(model: Transformer, path, log) -> int:
+    """Copy every tensor of the weights at ``path`` whose name and shape this model shares, except
+    the condition's embedding (a text model's caption projection warm-starts a class model's
+    transformer); → how many tensors were copied."""
+    src = load_gpt(path).state_dict()
+    own = model.state_dict()
+    take = {k: v for k, v in src.items()
+            if not k.startswith("cls_embedding.") and k in own and tuple(own[k].shape) == tuple(v.shape)}
+    model.load_state_dict(take, strict=False)
+    log(f"warm start: {len(take)} of {len(own)} tensors from {path}")
+    return len(take)
+
+
+def neighbour_table(vq_path, k: int) -> torch.Tensor:
+    """(V, k) long: each code's k nearest other codes (Euclidean, in the codebook's own space)."""
+    book = load_vq(vq_path).codebook().float()
+    d = torch.cdist(book, book)
+    d.fill_diagonal_(float("inf"))
+    return d.topk(k, largest=False).indices
+
+
 def batch_from(prep: dict, idx: torch.Tensor, gen: torch.Generator, augment: bool = True):
-    codes, variants = prep["codes"], prep["variants"]
+    """→ (tokens (B, T), condition, caption mask or None) for dataset rows ``idx``."""
+    codes = prep["codes"]
+    if prep.get("kind") == "class":
+        shift = (torch.randint(0, codes.shape[0], (len(idx),), generator=gen) if augment
+                 else torch.zeros(len(idx), dtype=torch.long))
+        return codes[shift, idx].flatten(1).long(), prep["cond"][idx], None
+    variants = prep["variants"]
     if augment:
         shift = torch.randint(0, codes.shape[0], (len(idx),), generator=gen)
         which = (torch.rand(len(idx), generator=gen) < 0.35).long()  # 35%: the short caption
@@ -133,9 +210,18 @@ def batch_from(prep: dict, idx: torch.Tensor, gen: torch.Generator, augment: boo
     return tok, prep["emb"][t].float(), prep["mask"][t]
 
 
-def nll(model: Transformer, tok, emb, mask) -> torch.Tensor:
-    logits = model(tok[:, :-1], emb, mask)  # forward = teacher_forced_logits (through DDP's hooks when wrapped)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tok.reshape(-1))
+def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0):
+    """Next-token cross-entropy. With a neighbour table (V, k) and ``weight`` > 0 the target is
+    soft, neighbour-aware (as IAR / SNCE argue for image tokens): 1 − weight on the token, weight
+    spread evenly over its k nearest codebook neighbours."""
+    logits = model(tok[:, :-1], cond, mask)  # forward = teacher_forced_logits (through DDP's hooks when wrapped)
+    flat, target = logits.reshape(-1, logits.shape[-1]), tok.reshape(-1)
+    if neighbours is None or weight <= 0:
+        return F.cross_entropy(flat, target)
+    logp = F.log_softmax(flat, dim=-1)
+    hard = -logp.gather(1, target[:, None]).squeeze(1)
+    soft = -logp.gather(1, neighbours[target]).mean(1)
+    return ((1 - weight) * hard + weight * soft).mean()
 
 
 @torch.no_grad()
@@ -171,7 +257,10 @@ def _train(args, group) -> dict:
         torch.set_num_threads(max(args.threads, (os.cpu_count() or 1) // group.world))
         if not group.main:
             distributed.barrier(group)  # rank 0 tokenizes once; the others read its cache
-        prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
+        if args.condition == "class":
+            prep = prepare_classes(Path(args.data), Path(args.vq), run, args.repertoire, log=log)
+        else:
+            prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
         if group.main:
             distributed.barrier(group)
     else:
@@ -181,8 +270,17 @@ def _train(args, group) -> dict:
     held_idx = torch.nonzero(~prep["train"]).flatten()
     # Every identity weighs the same, however many variants and styles it has.
     train_w = prep["weights"][train_idx] if "weights" in prep else torch.ones(len(train_idx), dtype=torch.float64)
-    margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim, args.layers, args.heads)
+    if prep.get("kind") == "class":
+        margs = class_model_args(prep["vocab_size"], prep["grid"], prep["identities"],
+                                 len(prep["styles"]), len(prep["tones"]), args.dim, args.layers, args.heads,
+                                 args.dropout)
+        # a class model holds no identity out: its NLL is measured on a fixed sample of unshifted training rows
+        held_idx = train_idx[torch.randperm(len(train_idx), generator=torch.Generator().manual_seed(0))]
+    else:
+        margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim,
+                           args.layers, args.heads)
     model = Transformer(margs)
+    neighbours = neighbour_table(args.vq, args.neighbour_k) if args.neighbour_weight > 0 else None
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
     gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
     step, wall_before = 0, 0.0
@@ -202,17 +300,17 @@ def _train(args, group) -> dict:
     elif args.init_from:
         # A new machine has no optimizer checkpoint (it stays outside git); continue
         # from the committed fp16 weights with a fresh optimizer at --start-step.
-        from ..engine.checkpoints import load_gpt, load_state_strict
-
         load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
         step = args.start_step
         log(f"initialised from {args.init_from}; schedule continues at step {step}")
+    elif args.warm_start:
+        warm_start(model, args.warm_start, log)
     if args.ema and ema is None:
         ema = {k: v.detach().float().clone() for k, v in model.state_dict().items()}
     if getattr(args, "export_only", False):
         if ck is None:
             raise SystemExit(f"{ckpt_path}: no checkpoint to export (train first)")
-        return export(model, ema, run, ck.get("history", []), margs, args, step, wall_before, log)
+        return export(model, ema, run, ck.get("history", []), margs, args, step, wall_before, log, prep=prep)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"AR model: {n_params / 1e6:.2f} M params, {len(train_idx)} train / {len(held_idx)} held-out images, "
         f"target {args.steps} steps, batch {args.batch}"
@@ -236,7 +334,7 @@ def _train(args, group) -> dict:
             gparam["lr"] = lr
         b = train_idx[torch.multinomial(train_w, args.batch, replacement=True, generator=gen)]
         with autocast:
-            loss = nll(step_model, *batch_from(prep, b, gen))
+            loss = nll(step_model, *batch_from(prep, b, gen), neighbours, args.neighbour_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -290,6 +388,10 @@ def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, 
         metrics["heldout_nll_ema"] = evaluate(model, prep, held_idx[: args.eval_images])
         log(f"EMA weights: held-out NLL {metrics['heldout_nll_ema']:.3f} nats/token")
     save_gpt(model.eval(), run / "gpt.safetensors")
+    if prep is not None and prep.get("kind") == "class":  # what a model folder needs to name the classes
+        (run / "identities.json").write_text(prep["vocabulary"], encoding="utf-8")
+        metrics["classes"] = {"styles": prep["styles"], "tones": prep["tones"], "repertoire": args.repertoire,
+                              "identities": prep["identities"], "images": len(prep["cond"])}
     write_json(run / "metrics.json", metrics)
     log(f"exported {run / 'gpt.safetensors'} (step {step}{', EMA' if ema is not None else ''})")
     return metrics
@@ -311,6 +413,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init-from", default=None, help="start from these weights (e.g. the shipped gpt.safetensors) "
                    "when the run folder has no checkpoint")
     p.add_argument("--start-step", type=int, default=0, help="with --init-from: the step the weights were taken at")
+    p.add_argument("--condition", choices=("caption", "class"), default="caption",
+                   help="caption: text-conditional (sentence-encoder tokens); class: factorised (identity, style, "
+                        "tone) classes")
+    p.add_argument("--repertoire", default="everyday", help="with --condition class: which identities to teach "
+                   "(models/classes.py REPERTOIRES: everyday, all)")
+    p.add_argument("--warm-start", default=None, help="copy the transformer (not the condition embedding) from "
+                   "these weights when the run folder has no checkpoint, e.g. a text model's gpt.safetensors")
+    p.add_argument("--dropout", type=float, default=0.1, help="with --condition class: token, residual and "
+                   "feed-forward dropout")
+    p.add_argument("--neighbour-weight", type=float, default=0.0, help="share of each token's target given to its "
+                   "nearest codebook neighbours (neighbour-aware soft targets); 0 = plain cross-entropy")
+    p.add_argument("--neighbour-k", type=int, default=8, help="how many codebook neighbours share that weight")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)

@@ -53,7 +53,7 @@ from .iconify import compose_on_white
 # Constants
 # --------------------------------------------------------------------------- #
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: each row carries its emoji's first Emoji version (emojibase)
 VENDORS = ("google", "twitter")  # the PNG styles of emoji-datasource
 HELDOUT_FRACTION = 0.04
 # Salt of the split hash; changing it reshuffles which identities are held out.
@@ -492,6 +492,7 @@ def _collect(
                             "group": group,
                             "subgroup": subgroup,
                             "tags": tags,
+                            "emoji_version": (eb_base or {}).get("version"),
                             "split": split,
                             "code": code,
                         },
@@ -530,6 +531,7 @@ def _collect_icons(
             "group": eb.group(base),
             "subgroup": eb.subgroup(base),
             "tags": list(base.get("tags") or []),
+            "emoji_version": base.get("version"),
             "split": split_of(identity),
             "code": code,
         }, svg=iconify.svg_document(data, name)))

@@ -117,6 +117,9 @@ def _choose(pipe, n: int, prompts_file, dataset) -> tuple[list[tuple], str]:
         if meta is None:
             raise BenchError(f"--prompts {TRAIN_CAPTIONS}: needs the dataset (`lantern-studio train data`, or --data)")
         pool = training_names(meta)
+        taught = {r.get("identity") for r in getattr(getattr(pipe, "conditioner", None), "identities", None) or []}
+        if taught:  # a class model: the identities it was taught (its repertoire), by their names
+            pool = [row for row in pool if row[2][0] in taught]
         if not pool:
             raise BenchError(f"--prompts {TRAIN_CAPTIONS}: the dataset has no training emoji")
         return _spread(pool, n), "training emoji names (validation)"

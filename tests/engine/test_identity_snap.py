@@ -1,0 +1,100 @@
+"""Prompt → (identity, style, tone) for a factorised class model, and the note that says so."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lantern_studio.engine.settings import GenerationSettings, SettingsError
+from lantern_studio.engine.snap import IdentityConditioner, find_tone
+from lantern_studio.engine.text import HashEncoder, PromptError
+from lantern_studio.training.ship import tag_text
+
+STYLES = ["google", "twitter", "fluent-flat"]
+TONES = ["light skin tone", "medium-light skin tone", "medium skin tone", "medium-dark skin tone", "dark skin tone"]
+CLASSES = [
+    {"identity": "1F436", "name": "dog face", "tags": ["dog", "pet", "puppy"], "styles": STYLES, "tones": False},
+    {"identity": "1F44D", "name": "thumbs up", "tags": ["hand", "like", "yes"], "styles": STYLES, "tones": True},
+    {"identity": "2764", "name": "red heart", "tags": ["love", "heart"], "styles": ["google", "twitter"],
+     "tones": False},
+]
+OUTSIDE = [{"identity": "1F9D1-200D-1F692", "name": "firefighter", "tags": ["fire", "firetruck"], "styles": STYLES}]
+
+
+def _conditioner(default_style="fluent-flat") -> IdentityConditioner:
+    enc = HashEncoder(512)
+    vec = enc.pooled([r["name"] for r in CLASSES])
+    tags = enc.pooled([tag_text(r["name"], r["tags"]) for r in CLASSES])
+    out = enc.pooled([r["name"] for r in OUTSIDE])
+    out_tags = enc.pooled([tag_text(r["name"], r["tags"]) for r in OUTSIDE])
+    return IdentityConditioner(enc, CLASSES, STYLES, TONES, vec, tags, default_style, OUTSIDE, out, out_tags)
+
+
+def test_a_prompt_snaps_to_an_identity_in_the_default_style_and_the_note_says_what_was_drawn():
+    c = _conditioner()
+    cond = c("a happy puppy dog")
+    assert cond.cond.tolist() == [[0, STYLES.index("fluent-flat"), 0]]
+    m = cond.match
+    assert (m.name, m.style, m.tone) == ("dog face", "fluent-flat", None)
+    assert cond.note.startswith("dog face · fluent flat — matched from 'a happy puppy dog', ")
+    assert f"{m.similarity:.2f}" in cond.note
+    # the next matches are offered as alternatives, best first, without the chosen one
+    assert [a[1] for a in m.alternatives] and "dog face" not in [a[1] for a in m.alternatives]
+
+
+def test_dark_skin_picks_the_dark_tone_and_is_not_part_of_what_is_matched():
+    c = _conditioner()
+    cond = c("thumbs up, dark skin")
+    assert cond.cond.tolist() == [[1, STYLES.index("fluent-flat"), 5]]
+    assert cond.match.tone == "dark skin tone" and "thumbs up: dark skin tone" in cond.note
+    assert c("thumbs up with medium-dark skin tone").cond[0, 2] == 4
+    assert c("thumbs up").cond[0, 2] == 0
+    # an identity without skin-tone variants keeps its colour, and the note says why
+    heart = c("red heart, light skin")
+    assert heart.cond[0, 2] == 0 and "has no skin tones" in heart.note
+
+
+def test_tone_words_only_count_next_to_skin():
+    assert find_tone("a white heart") == (None, "a white heart")
+    assert find_tone("thumbs up dark-skinned") == (4, "thumbs up")
+    assert find_tone("waving hand with medium-light skin tone") == (1, "waving hand")
+    assert find_tone("ok hand, skin tone 3") == (2, "ok hand")
+
+
+def test_style_by_name_any_per_seed_and_unknown_refused_by_name():
+    c = _conditioner()
+    assert c("a dog", GenerationSettings(style="google")).match.style == "google"
+    # "any": one of the identity's own styles, fixed by the seed
+    seen = {c("a red heart", GenerationSettings(style="any", seed=s)).match.style for s in range(40)}
+    assert seen == {"google", "twitter"}
+    assert (c("a dog", GenerationSettings(style="any", seed=7)).match.style
+            == c("a dog", GenerationSettings(style="any", seed=7)).match.style)
+    with pytest.raises(SettingsError, match="style: unknown style 'crayon'; choose from google, twitter, fluent-flat"):
+        c("a dog", GenerationSettings(style="crayon"))
+    # the default style where the identity has art in it, else the first style it has
+    assert c("red heart").match.style == "google"
+
+
+def test_prompts_outside_the_repertoire_snap_inside_it_and_say_so():
+    c = _conditioner()
+    m = c("firefighter").match
+    assert m.outside == "firefighter" and m.name in {r["name"] for r in CLASSES}
+    assert "it does not know 'firefighter'" in m.note()
+    assert c("dog face").match.outside is None
+
+
+def test_class_numbers_and_bad_prompts():
+    c = _conditioner()
+    assert c("#2").cond.tolist()[0][0] == 2
+    with pytest.raises(PromptError, match=r"class number must be in \[0, 2\]"):
+        c("#3")
+    with pytest.raises(PromptError, match="must not be empty"):
+        c("   ")
+
+
+def test_vectors_that_do_not_fit_the_identities_are_refused():
+    enc = HashEncoder(16)
+    with pytest.raises(ValueError, match="vectors"):
+        IdentityConditioner(enc, CLASSES, STYLES, TONES, torch.zeros(2, 16))
+    with pytest.raises(ValueError, match="default style"):
+        IdentityConditioner(enc, CLASSES, STYLES, TONES, torch.zeros(3, 16), default_style="crayon")
