@@ -72,3 +72,42 @@ def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True, keep=Fa
     if not keep:
         gpt.clear_cache()
     return torch.cat(rows, dim=1)
+
+
+V3_NAMES = ("red square", "green circle", "blue star", "sun")
+
+
+def tiny_v3_folder(folder, gpt=None, names=V3_NAMES, styles=("a", "b"), encoder_dim=64):
+    """A factorised class model folder (identities, styles, tones; snap vectors from a hash encoder),
+    with random weights unless ``gpt`` is given; → the folder."""
+    from pathlib import Path
+
+    from lantern_studio.engine.settings import GenerationSettings
+    from lantern_studio.engine.text import HashEncoder
+    from lantern_studio.engine.tokenizer import VQArgs, VQModel
+    from lantern_studio.models.classes import TONES, ClassVocabulary
+    from lantern_studio.models.local import save_model_dir
+    from lantern_studio.training.ship import class_snap_files
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if gpt is None:
+        torch.manual_seed(0)
+        args = ModelArgs(**{**tiny_args("c2i", vocab=12, grid=4).to_dict(), "num_classes": len(names),
+                            "num_styles": len(styles), "num_tones": len(TONES)})
+        gpt = randomise(Transformer(args)).eval()
+    torch.manual_seed(0)
+    vq_args = VQArgs(codebook_size=gpt.vocab_size, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1],
+                     decoder_ch_mult=[1, 1], norm_groups=4)
+    vq = VQModel(vq_args)
+    vocab = ClassVocabulary([{"identity": f"X{i}", "name": n, "styles": list(styles), "tags": []}
+                             for i, n in enumerate(names)], list(styles), list(TONES),
+                            [{"identity": "Y", "name": "firefighter", "tags": []}])
+    (folder / "identities.json").write_text(vocab.to_json())
+    snap = class_snap_files(folder, vocab, HashEncoder(encoder_dim))
+    cond = {"kind": "class", "factorised": True, "identities": "identities.json", "styles": list(styles),
+            "tones": list(TONES), "default_style": styles[-1], "encoder": "hash", "dim": encoder_dim, "snap": snap}
+    save_model_dir(folder, gpt, vq, vq_args, cond, GenerationSettings(temperature=0.3, cfg_scale=1.5, drafter="jacobi",
+                                                                     draft_length=4, k=2, delta=0.1),
+                   "tiny-v3", extra={"extra_files": ["identities.json", "snap_vectors.safetensors"]})
+    return folder

@@ -15,6 +15,7 @@ from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.models import load_pipeline
 from lantern_studio.models.classes import TONES, ClassVocabulary, class_rows, vocabulary_from_meta
 from lantern_studio.training import ar
+from support.tiny import tiny_v3_folder
 
 GRID, VOCAB = 4, 12
 IDENTITIES, STYLES, RENDERINGS = 4, 2, 3
@@ -123,26 +124,8 @@ def test_vocabulary_from_dataset_rows_under_a_repertoire_rule():
 
 def test_a_v3_folder_round_trips_and_generate_says_what_it_drew(trained, tmp_path, capsys):
     from lantern_studio.cli import main as cli_main
-    from lantern_studio.engine.tokenizer import VQArgs, VQModel
-    from lantern_studio.models.local import save_model_dir
-    from lantern_studio.training.ship import class_snap_files
-    from lantern_studio.engine.text import HashEncoder
 
-    torch.manual_seed(0)
-    vq_args = VQArgs(codebook_size=VOCAB, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1],
-                     decoder_ch_mult=[1, 1], norm_groups=4)
-    vq = VQModel(vq_args)
-    vocab = ClassVocabulary([{"identity": f"X{i}", "name": n, "styles": ["a", "b"], "tags": []}
-                             for i, n in enumerate(["red square", "green circle", "blue star", "sun"])],
-                            ["a", "b"], list(TONES), [{"identity": "Y", "name": "firefighter", "tags": []}])
-    folder = tmp_path / "v3"
-    folder.mkdir()
-    (folder / "identities.json").write_text(vocab.to_json())
-    snap = class_snap_files(folder, vocab, HashEncoder(64))
-    cond = {"kind": "class", "factorised": True, "identities": "identities.json", "styles": ["a", "b"],
-            "tones": list(TONES), "default_style": "b", "encoder": "hash", "dim": 64, "snap": snap}
-    save_model_dir(folder, trained, vq, vq_args, cond, GenerationSettings(temperature=0.3, cfg_scale=1.5),
-                   "tiny-v3", extra={"extra_files": ["identities.json", "snap_vectors.safetensors"]})
+    folder = tiny_v3_folder(tmp_path / "v3", gpt=trained, names=["red square", "green circle", "blue star", "sun"])
     pipe = load_pipeline(str(folder), verify=True)
     a = pipe.generate("a blue star", pipe.defaults.with_(seed=3))
     b = pipe.generate("a blue star", pipe.defaults.with_(seed=3))

@@ -24,6 +24,7 @@ from ..engine.settings import GenerationSettings
 from . import tooltips as tt
 from .class_picker import ClassPicker
 from .jobs import ModelInfo
+from .prompt_match import MatchLine
 from .sliders import LogIntSlider, QuadraticSlider
 
 SEED_MAX = 2**31 - 1
@@ -105,6 +106,12 @@ class ControlsPanel(QWidget):
         self.prompt.setTabChangesFocus(True)
         self.prompt.setFixedHeight(64)
         v.addWidget(self.prompt)
+        self.match_line = MatchLine()  # a snapping model: what the prompt matched, alternatives, style
+        self.prompt.textChanged.connect(lambda: self.match_line.prompt_changed(self.prompt.toPlainText(),
+                                                                               self.seed.value()))
+        self.match_line.alternative_chosen.connect(self.set_prompt)
+        self.match_line.style_changed.connect(self._changed)
+        v.addWidget(self.match_line)
         self.class_picker = ClassPicker()  # replaces the prompt box for a class-conditional model
         self.class_picker.setVisible(False)
         self.class_picker.returnPressed.connect(self.generate_requested)
@@ -300,6 +307,7 @@ class ControlsPanel(QWidget):
             lam=round(float(self.lam.value()), 4) if self.bound.currentData() == "lantern++" else None,
             bound=self.bound.currentData() or "lantern",
             adaptive_delta=self.adaptive.isChecked() and self.bound.currentData() != "lantern++",
+            style=self.match_line.style(),
         )
 
     def set_settings(self, s: GenerationSettings) -> None:
@@ -325,6 +333,9 @@ class ControlsPanel(QWidget):
             if s.lam is not None:
                 self.lam.setValue(s.lam)
             self.adaptive.setChecked(bool(s.adaptive_delta))
+            self.match_line.style_box.blockSignals(True)
+            self.match_line.set_style(s.style if isinstance(s.style, str) else "")
+            self.match_line.style_box.blockSignals(False)
         finally:
             for w in widgets:
                 w.blockSignals(False)
@@ -410,6 +421,7 @@ class ControlsPanel(QWidget):
         self.k.setMaximum(info.vocab_size - 1)
         self.top_k.setMaximum(info.vocab_size)
         self.set_class_names(info.class_names)
+        self.match_line.set_model(info.matcher, info.styles, info.default_style, info.style_previews)
         self.model_facts.setText(
             f"{info.name}: {info.grid}×{info.grid} = {info.grid * info.grid} tokens, codebook {info.vocab_size}"
             + ("" if "eagle" in info.drafters else " · no EAGLE head")

@@ -62,6 +62,12 @@ class ModelInfo:
     folder: Optional[str] = None
     precision: str = "fp32"  # what the decode path runs in (engine/precision.py; 'auto' chose it)
     class_names: Optional[tuple] = None  # a class-conditional model's classes (the prompt is one of them)
+    # a model that snaps prompts to emoji identities (engine/snap.py): its matcher, called in the match
+    # line's own thread as matcher(prompt, style, seed, alternatives) → a Match; its styles and their previews
+    matcher: Optional[object] = field(default=None, compare=False, repr=False)
+    styles: tuple = ()
+    default_style: str = ""
+    style_previews: Optional[dict] = None  # style → preview PNG path
 
 
 @dataclass

@@ -272,6 +272,7 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self.save_preferences()
+        self.controls.match_line.shutdown()
         if not self.engine.shutdown():
             _orphans.append(self.engine)  # still inside a model load: never destroy a running QThread
         # deliver what the worker sent before it stopped (a job that finished just now still gets its history row)

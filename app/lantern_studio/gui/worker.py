@@ -36,8 +36,23 @@ def _limit_threads() -> None:
 
 
 def _class_names(pipe) -> Optional[tuple]:
+    if _snaps(pipe):
+        return None  # its prompt box takes any text (the match line shows what it matched)
     names = getattr(pipe.conditioner, "names", None)  # engine.text.ClassConditioner
     return tuple(names) if names else None
+
+
+def _snaps(pipe) -> bool:
+    """Whether the model snaps free text to emoji identities (engine.snap.IdentityConditioner)."""
+    return hasattr(pipe.conditioner, "identities") and hasattr(pipe.conditioner, "match")
+
+
+def _style_previews(pipe) -> Optional[dict]:
+    folder = pipe.source.folder
+    if folder is None:
+        return None
+    return {s: str(folder / "styles" / f"{s}.png") for s in pipe.conditioner.styles
+            if (folder / "styles" / f"{s}.png").is_file()}
 
 
 class Worker(QObject):
@@ -82,9 +97,12 @@ class Worker(QObject):
     def info(self) -> ModelInfo:
         p = self.pipeline
         folder = p.source.folder
+        snaps = _snaps(p)
         return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
                          p.scorer is not None, str(folder) if folder is not None else None,
-                         p.precision, _class_names(p))
+                         p.precision, _class_names(p), p.conditioner.match if snaps else None,
+                         tuple(p.conditioner.styles) if snaps else (),
+                         p.conditioner.default_style if snaps else "", _style_previews(p) if snaps else None)
 
     @Slot(object)
     def load_model(self, spec):

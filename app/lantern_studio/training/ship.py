@@ -119,6 +119,24 @@ def class_snap_files(folder: Path, vocab, encoder) -> dict:
     return {"vectors": "snap_vectors.safetensors"}
 
 
+#: the emoji every style preview shows (the studio's style selector), the first that has art in the style
+PREVIEW_IDENTITIES = ("1F600", "1F436", "2764-FE0F", "2764")
+
+
+def style_previews(folder: Path, images: np.ndarray, meta: list, styles) -> list:
+    """styles/<style>.png: one emoji from the dataset in each style, 32 px, for the style selector."""
+    (folder / "styles").mkdir(exist_ok=True)
+    names = []
+    for style in styles:
+        rows = {m["identity"]: i for i, m in enumerate(meta) if m["style"] == style and not m.get("skin_tone")}
+        row = next((rows[c] for c in PREVIEW_IDENTITIES if c in rows), next(iter(rows.values()), None))
+        if row is None:
+            continue
+        Image.fromarray(images[row]).resize((32, 32), Image.LANCZOS).save(folder / "styles" / f"{style}.png")
+        names.append(f"styles/{style}.png")
+    return names
+
+
 def heldout_prompts(meta: list) -> list:
     seen, out = set(), []
     for m in meta:
@@ -164,7 +182,7 @@ def ship(args) -> dict:
         vocab = read_vocabulary(src, classes.get("styles"), classes.get("tones"))
         (out / "identities.json").write_text(vocab.to_json(), encoding="utf-8")
         snap = class_snap_files(out, vocab, encoder)
-        extra_files = ["identities.json", "snap_vectors.safetensors"]
+        extra_files = ["identities.json", "snap_vectors.safetensors", *style_previews(out, images, meta, vocab.styles)]
         conditioning = {"kind": "class", "factorised": True, "identities": "identities.json", "styles": vocab.styles,
                         "tones": vocab.tones, "default_style": args.style, "repertoire": classes.get("repertoire"),
                         "snap": snap, **encoder_spec(args.encoder)}
