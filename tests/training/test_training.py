@@ -224,3 +224,81 @@ def test_train_ar_under_torchrun_ddp_ends_with_identical_weights_on_both_ranks(d
     # and the weights did change: a single-process run of the same settings is a different model
     m = json.loads((run / "metrics.json").read_text())
     assert m["step"] == 4
+
+
+def _tiny_vq_file(path):
+    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+
+    torch.manual_seed(0)
+    args = VQArgs(codebook_size=32, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1, 1, 1],
+                  decoder_ch_mult=[1, 1, 1, 1], norm_groups=4)
+    save_vq(VQModel(args), args, path)
+    return path
+
+
+def _ar_command(dataset, vq_file, run, steps):
+    import sys
+
+    return [sys.executable, "-m", "lantern_studio", "train", "ar", "--vq", str(vq_file), "--data", str(dataset),
+            "--run", str(run), "--steps", str(steps), "--batch", "2", "--dim", "16", "--layers", "1", "--heads", "2",
+            "--length", "6", "--encoder", "hash:16", "--threads", "1", "--eval-every", "1000000", "--eval-images",
+            "2", "--checkpoint-seconds", "0.3", "--log-every", "1000000", "--warmup", "1"]
+
+
+def _wait_for_checkpoint(proc, run, at_least: int, timeout: float = 120.0) -> None:
+    import time
+
+    from lantern_studio.training.common import load_checkpoint
+
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        assert proc.poll() is None, "training ended before it could be stopped"
+        if (run / "ckpt.pt").is_file() and load_checkpoint(run / "ckpt.pt")["step"] >= at_least:
+            return
+        time.sleep(0.1)
+    raise AssertionError("no checkpoint appeared")
+
+
+def test_kill_9_mid_training_loses_only_the_steps_since_the_last_checkpoint(dataset, tmp_path):
+    """SIGKILL at an arbitrary moment (after a few checkpoints): the checkpoint on disk is whole (written
+    to a temporary file and renamed, never in place), and the same command resumes from its step."""
+    import subprocess
+
+    from lantern_studio.training.common import load_checkpoint
+
+    vq_file, run = _tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
+    proc = subprocess.Popen(_ar_command(dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_checkpoint(proc, run, at_least=3)
+    finally:
+        proc.kill()
+        proc.wait()
+    ck = load_checkpoint(run / "ckpt.pt")  # loads: never torn
+    done = ck["step"]
+    assert done >= 3 and not list(run.glob("*.tmp*"))
+    out = subprocess.run(_ar_command(dataset, vq_file, run, done + 2), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"resumed from step {done}" in (run / "log.txt").read_text()
+    assert load_checkpoint(run / "ckpt.pt")["step"] == done + 2
+
+
+def test_sigterm_checkpoints_the_step_it_stopped_at_and_exits_143(dataset, tmp_path):
+    import signal
+    import subprocess
+
+    from lantern_studio.training.common import load_checkpoint
+
+    vq_file, run = _tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
+    proc = subprocess.Popen(_ar_command(dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_checkpoint(proc, run, at_least=2)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = (run / "log.txt").read_text()
+    step = load_checkpoint(run / "ckpt.pt")["step"]
+    assert f"stopped by SIGTERM at step {step}; checkpoint saved" in log

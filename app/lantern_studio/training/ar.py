@@ -34,7 +34,7 @@ from ..models.classes import class_rows, vocabulary_from_meta
 from ..models.dataset import load_dataset
 from ..paths import data_dir, runs_dir
 from . import distributed
-from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
+from .common import Budget, RunLog, StopSignals, cosine_lr, load_checkpoint, save_checkpoint, write_json
 from .data import identity_weights, short_caption
 
 SHIFTS = [(0, 0), (2, 2), (-2, -2)]
@@ -294,6 +294,8 @@ def _train(args, group) -> dict:
         opt.load_state_dict(ck["opt"])
         if group.main:
             gen.set_state(ck["gen"])
+        if "rng" in ck:  # dropout and class dropout draw from torch's global generator
+            torch.set_rng_state(ck["rng"])
         step, wall_before = ck["step"], ck.get("wall", 0.0)
         ema = ck.get("ema")
         log(f"resumed from step {step}")
@@ -322,13 +324,15 @@ def _train(args, group) -> dict:
     def save():
         if not group.main:
             return
-        save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(), step=step,
-                        wall=wall_before + budget.elapsed, model_args=margs.to_dict(), history=history, ema=ema)
+        save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(),
+                        rng=torch.get_rng_state(), step=step, wall=wall_before + budget.elapsed,
+                        model_args=margs.to_dict(), history=history, ema=ema)
 
     model.train()
     t_last, loss_ema = time.time(), None
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16 else torch.autocast("cpu", enabled=False)
-    while step < args.steps and not distributed.any_rank(group, budget.spent()):
+    stop = StopSignals()  # SIGTERM / SIGINT: finish the step, checkpoint, exit (the same command resumes)
+    while step < args.steps and not distributed.any_rank(group, budget.spent() or stop.requested is not None):
         lr = cosine_lr(step, args.steps, args.lr, args.warmup)
         for gparam in opt.param_groups:
             gparam["lr"] = lr
@@ -358,6 +362,11 @@ def _train(args, group) -> dict:
         if budget.checkpoint_due() and group.main:
             save()
             log(f"checkpoint at step {step}")
+    stop.restore()
+    if stop.requested and step < args.steps:
+        save()
+        log(f"stopped by {stop.requested} at step {step}; checkpoint saved, re-run the same command to resume")
+        raise SystemExit(130 if stop.requested == "SIGINT" else 143)
     if group.active:
         log(f"rank {group.rank} final weights sha256 {distributed.state_digest(model)}")
         if not group.main:

@@ -81,6 +81,27 @@ class Budget:
         return time.time() - self.t0
 
 
+class StopSignals:
+    """SIGTERM and SIGINT ask a training loop to stop after its current step (``requested`` names the
+    signal) instead of killing it mid-step, so it can checkpoint first; ``restore()`` puts the old
+    handlers back. Outside the main thread (signals cannot be caught there) it never asks."""
+
+    def __init__(self):
+        self.requested: str | None = None
+        self._old = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._old[sig] = signal.signal(sig, self._ask)
+
+    def _ask(self, signum, _frame) -> None:
+        self.requested = signal.Signals(signum).name
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old = {}
+
+
 def write_json(path: Path, obj: dict) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str))
 
