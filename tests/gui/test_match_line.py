@@ -29,10 +29,10 @@ def test_typing_shows_the_match_and_alternatives_and_the_style_reaches_the_job(q
     c.prompt.setPlainText("a blue star")
     qtbot.waitUntil(lambda: line.label.text().startswith("Draws: blue star · b — matched from 'a blue star'"),
                     timeout=WAIT)
-    shown = [b.text() for b in line.alt_buttons if b.isVisible()]
-    assert len(shown) == 3 and "blue star" not in shown
+    shown = list(line.shown_alternatives)
+    assert len(shown) == 3 and "blue star" not in shown and all(n in line.alternatives.text() for n in shown)
     # one click on an alternative puts it in the prompt box, and the line follows
-    line.alt_buttons[0].click()
+    line.alternatives.linkActivated.emit("0")
     assert c.prompt.toPlainText() == shown[0]
     qtbot.waitUntil(lambda: line.label.text().startswith(f"Draws: {shown[0]} · b"), timeout=WAIT)
     # the style selector is part of the next job's settings, and the line says it too
@@ -49,7 +49,7 @@ def test_a_bad_prompt_says_so_in_the_line_without_a_banner(qtbot, v3):
     line = w.controls.match_line
     w.controls.prompt.setPlainText("#99")
     qtbot.waitUntil(lambda: "class number must be in [0, 3]" in line.label.text(), timeout=WAIT)
-    assert not any(b.isVisible() for b in line.alt_buttons)
+    assert not line.alternatives.isVisible() and line.shown_alternatives == ()
 
 
 def test_a_caption_model_has_no_match_line(qtbot, tiny):

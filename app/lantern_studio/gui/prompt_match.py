@@ -10,17 +10,19 @@ request is shown. The model's matcher arrives with its :class:`~.jobs.ModelInfo`
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QSize, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtGui import QIcon, QPixmap
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 DEBOUNCE_MS = 250
 ALTERNATIVES = 3
 DEFAULT_STYLE, ANY_STYLE = "", "any"  # engine/snap.py's setting values
+LINK_COLOUR, MUTED_COLOUR = "#f0b050", "#9a9cab"  # the studio style sheet's accent and muted text
 
 
 @dataclass(frozen=True)
@@ -88,21 +90,17 @@ class MatchLine(QWidget):
         self.label.setToolTip("What the model will draw for this prompt: the emoji it matched, the art style, and "
                               "how close the match is (sentence similarity, 0–1)")
         v.addWidget(self.label)
-        alt_row = QHBoxLayout()
-        alt_row.setSpacing(4)
-        self.alt_label = QLabel("or:")
-        alt_row.addWidget(self.alt_label)
-        self.alt_buttons = []
-        for _ in range(ALTERNATIVES):
-            b = QPushButton("")
-            b.setObjectName("alternative")
-            b.setFlat(True)
-            b.setCursor(Qt.CursorShape.PointingHandCursor)
-            b.clicked.connect(lambda _=False, btn=b: self.alternative_chosen.emit(btn.property("name")))
-            alt_row.addWidget(b)
-            self.alt_buttons.append(b)
-        alt_row.addStretch(1)
-        v.addLayout(alt_row)
+        # the next matches as links in one wrapping line (buttons would not fit a narrow panel)
+        self.alternatives = QLabel("")
+        self.alternatives.setObjectName("matchAlternatives")
+        self.alternatives.setWordWrap(True)
+        self.alternatives.setTextFormat(Qt.TextFormat.RichText)
+        self.alternatives.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse
+                                                  | Qt.TextInteractionFlag.LinksAccessibleByKeyboard)
+        self.alternatives.linkActivated.connect(self._alternative_link)
+        self.alternatives.setToolTip("Other emoji this prompt could mean: click one to draw it instead")
+        v.addWidget(self.alternatives)
+        self.shown_alternatives: tuple = ()
         style_row = QHBoxLayout()
         style_row.addWidget(QLabel("Style"))
         self.style_box = QComboBox()
@@ -201,11 +199,19 @@ class MatchLine(QWidget):
             self._show_alternatives(())
 
     def _show_alternatives(self, alternatives) -> None:
-        self.alt_label.setVisible(bool(alternatives))
-        for b, alt in zip(self.alt_buttons, list(alternatives) + [None] * ALTERNATIVES):
-            b.setVisible(alt is not None)
-            if alt is not None:
-                name, sim = alt
-                b.setText(name)
-                b.setProperty("name", name)
-                b.setToolTip(f"draw {name} instead (similarity {sim:.2f})")
+        self.shown_alternatives = tuple(name for name, _sim in alternatives)
+        self.alternatives.setVisible(bool(alternatives))
+        links = " · ".join(f'<a href="{i}" style="color:{LINK_COLOUR}">{html.escape(name)}</a> '
+                           f'<span style="color:{MUTED_COLOUR}">{sim:.2f}</span>'
+                           for i, (name, sim) in enumerate(alternatives))
+        self.alternatives.setText(f"or: {links}" if alternatives else "")
+
+    def _alternative_link(self, href: str) -> None:
+        try:
+            self.alternative_chosen.emit(self.shown_alternatives[int(href)])
+        except (ValueError, IndexError):
+            pass
+
+    def choose_alternative(self, i: int) -> None:
+        """As a click on the i-th alternative (keyboard shortcuts and tests)."""
+        self._alternative_link(str(i))
