@@ -18,8 +18,8 @@ from PIL import Image, PngImagePlugin
 
 from . import fidelity
 from .engine.files import atomic_write
+from .records import JSON_KEY, read_record
 
-JSON_KEY = "lantern-studio"
 UPSCALE_FACTORS = (1, 2, 3, 4, 5, 6, 7, 8)
 
 
@@ -128,9 +128,9 @@ def save_png(path, image: np.ndarray, record: dict, overwrite: bool = False, fac
 
 
 def read_png_record(path) -> Optional[dict]:
-    with Image.open(path) as img:
-        text = img.text.get(JSON_KEY) if hasattr(img, "text") else None
-    return json.loads(text) if text else None
+    """The record embedded in a studio PNG (None when it has none), read and checked by the one reader
+    of untrusted records (records.py): RecordError names the file and what was wrong."""
+    return read_record(path)
 
 
 def _jsonable(x):

@@ -26,6 +26,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..export import read_png_record, save_png, slug
+from ..records import RecordError, parse_record
 
 COLUMNS = ("id", "created", "prompt", "model", "path", "record", "decisions")
 STALE_TEMP_SECONDS = 60.0  # an in-flight export is younger than this (a second studio may be writing)
@@ -132,7 +133,7 @@ class HistoryStore:
                 continue
             try:
                 record = read_png_record(png)
-            except (OSError, ValueError, SyntaxError):
+            except (OSError, RecordError):
                 record = None
             if not isinstance(record, dict):
                 unreadable.append(png.name)
@@ -182,9 +183,9 @@ class HistoryStore:
         """The row as an Entry, or None for a damaged row (counted in ``skipped_rows``)."""
         try:
             id_, created, prompt, model, name, record, blob = row
-            rec = json.loads(record)
-            if not isinstance(rec, dict) or not isinstance(name, str):
-                raise ValueError("record is not a JSON object")
+            if not isinstance(record, str) or not isinstance(name, str) or "/" in name or name.startswith("."):
+                raise ValueError("not a history row")
+            rec = parse_record(record, f"history row {id_}")
             dec = np.frombuffer(blob, dtype=np.uint8).copy() if blob else None
             return Entry(int(id_), float(created), str(prompt), model or "", self.images / name, rec, dec)
         except (ValueError, TypeError):

@@ -27,6 +27,7 @@ from ..export import ExportError, save_png, slug
 from ..models import BUNDLED_NAME, TINY_DEMO
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
+from ..records import RecordError, png_text
 from .banner import Banner
 from .canvas import Canvas
 from .chart import TradeoffChart
@@ -521,9 +522,10 @@ class MainWindow(QMainWindow):
         except (TypeError, ValueError) as err:
             self.show_error(f"This history entry's settings could not be restored: {err}", topic="history")
         try:
+            png_text(e.path)  # the header's size limits, checked before any pixel is decoded
             with Image.open(e.path) as img:
                 image = np.asarray(img.convert("RGB")).copy()
-        except OSError as err:
+        except (OSError, RecordError, Image.DecompressionBombError) as err:
             self.show_error(f"{e.path}: could not be read ({err})", topic="history")
             return
         self.shown_job_id = None

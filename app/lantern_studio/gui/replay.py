@@ -121,15 +121,15 @@ class Recording:
                 raise ReplayError("replay columns differ in length")
             if len(cols[0]) > MAX_STEPS or not 0 < total <= MAX_STEPS:
                 raise ReplayError("replay is too large")
-            if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for c in cols for v in c):
-                raise ReplayError("replay holds a negative or non-integer step")
+            if any(not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**31 for c in cols for v in c):
+                raise ReplayError("replay holds a negative, huge or non-integer step")
             sums = [np.cumsum(c).astype(np.int64).tolist() if c else [] for c in cols]
             order = d.get("order", list(range(sums[0][-1] if sums[0] else 0)))
             if not isinstance(order, list) or len(order) != (sums[0][-1] if sums[0] else 0) or \
                     (sums[0] and sums[0][-1] > total) or any(not isinstance(p, int) or not 0 <= p < total for p in order) \
                     or len(set(order)) != len(order):
                 raise ReplayError("replay positions do not match its token count")
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             if isinstance(e, ReplayError):
                 raise
             raise ReplayError(f"damaged replay recording ({type(e).__name__}: {e})") from None
