@@ -200,3 +200,78 @@ def test_full_disk_is_one_line_naming_the_file_and_leaves_nothing(good, tmp_path
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and str(out) in lines[0] and "Traceback" not in r.stderr, r.stderr
     assert list(out.parent.iterdir()) == []  # no partial PNG, no temp file
+
+
+# --------------------------------------------------------------------------- class-model folders
+
+
+def _rehash(folder: Path) -> None:
+    import hashlib
+
+    man = json.loads((folder / "model.json").read_text())
+    man["files"] = {f: hashlib.sha256((folder / f).read_bytes()).hexdigest() for f in man["files"]}
+    (folder / "model.json").write_text(json.dumps(man))
+
+
+@pytest.fixture(scope="module")
+def c2i(tmp_path_factory):
+    return build_tiny_model_dir(tmp_path_factory.mktemp("c2i") / "tiny", grid=4, model_type="c2i", eagle=False)
+
+
+def test_a_names_list_longer_than_the_class_table_is_refused_at_load(c2i, tmp_path):
+    folder = _copy(c2i, tmp_path)
+    _edit(folder, conditioning={"kind": "class", "names": [f"class {i}" for i in range(10)]})
+    with pytest.raises(CheckpointError, match=r"model\.json.*lists 10 classes, but the GPT has 4"):
+        load_pipeline(str(folder))
+
+
+def test_the_conditioning_kind_must_match_the_gpt(c2i, good, tmp_path):
+    folder = _copy(c2i, tmp_path)
+    _edit(folder, conditioning={"kind": "caption", "encoder": "hash", "dim": 16, "length": 6})
+    with pytest.raises(CheckpointError, match=r"model\.json.*'caption'.*class-conditional"):
+        load_pipeline(str(folder))
+    folder = _copy(good, tmp_path / "t2i")
+    _edit(folder, conditioning={"kind": "class", "names": ["a", "b"]})
+    with pytest.raises(CheckpointError, match=r"model\.json.*'class'.*text-conditional"):
+        load_pipeline(str(folder))
+
+
+@pytest.mark.parametrize("num_classes, why", [(-3, "bad model configuration"), (10**9, "refused before allocating"),
+                                               (2 * 10**7, "refused before allocating")])
+def test_class_table_sizes_are_checked_before_anything_is_allocated(c2i, tmp_path, num_classes, why):
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    folder = _copy(c2i, tmp_path)
+    with safe_open(str(folder / "gpt.safetensors"), "pt") as f:
+        meta, sd = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    config = json.loads(meta["config"])
+    config["num_classes"] = num_classes
+    save_file(sd, str(folder / "gpt.safetensors"), metadata={**meta, "config": json.dumps(config)})
+    _rehash(folder)
+    with pytest.raises(CheckpointError, match=why):
+        load_pipeline(str(folder))
+
+
+def test_a_factorised_folder_whose_lists_do_not_fit_its_tables_is_refused(tmp_path):
+    from support.tiny import tiny_v3_folder
+
+    folder = tiny_v3_folder(tmp_path / "v3")
+    man = json.loads((folder / "model.json").read_text())
+    man["conditioning"]["styles"] = ["a", "b", "c"]
+    (folder / "model.json").write_text(json.dumps(man))
+    with pytest.raises(CheckpointError, match=r"identities/styles/tones \(4, 3, 5\) do not match the GPT's tables "
+                                              r"\(4, 2, 5\)"):
+        load_pipeline(str(folder))
+    man["conditioning"]["styles"] = ["a", "b"]
+    man["conditioning"]["default_style"] = "crayon"
+    (folder / "model.json").write_text(json.dumps(man))
+    with pytest.raises(CheckpointError, match="default_style"):
+        load_pipeline(str(folder))
+    (folder / "identities.json").write_text('{"classes": ' + "[" * 100000 + "]" * 100000 + "}")
+    _rehash(folder)
+    man = json.loads((folder / "model.json").read_text())
+    man["conditioning"]["default_style"] = "b"
+    (folder / "model.json").write_text(json.dumps(man))
+    with pytest.raises(CheckpointError, match="identities.json"):
+        load_pipeline(str(folder))

@@ -180,10 +180,30 @@ def save_gpt(model: Transformer, path, dtype=torch.float16) -> None:
     save_weights(model, path, model.config.to_dict(), "gpt", dtype)
 
 
+def check_size(args: ModelArgs, sd: dict, path) -> None:
+    """The configuration must describe the tensors the file holds, checked before anything is
+    allocated: the model is built on the meta device (no memory) and its parameter count compared
+    with the file's, so a few bytes of metadata cannot ask for gigabytes (``num_classes`` 2·10⁷)."""
+    try:
+        with torch.device("meta"):
+            want = sum(p.numel() for p in Transformer(args).parameters())
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: bad model configuration ({str(e)[:200]})") from None
+    have = sum(v.numel() for v in sd.values())
+    if want != have and want > have:
+        raise CheckpointError(f"{path}: its configuration describes {want:,} parameters but the file holds "
+                              f"{have:,} values (refused before allocating)")
+
+
 def load_gpt(path) -> Transformer:
     sd, config = load_weights(path, "gpt")
     try:
-        model = Transformer(ModelArgs.from_dict(config))
+        args = ModelArgs.from_dict(config)
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad model configuration ({e})") from None
+    check_size(args, sd, path)
+    try:
+        model = Transformer(args)
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: bad model configuration ({e})") from None
     load_state_strict(model, sd, path)
