@@ -141,3 +141,50 @@ def test_a_v3_folder_round_trips_and_generate_says_what_it_drew(trained, tmp_pat
     assert cli_main(["generate", "blue star", "--model", str(folder), "--style", "crayon", "--out",
                      str(tmp_path / "x.png")]) == 2
     assert "style: unknown style 'crayon'" in capsys.readouterr().err
+
+
+def test_growing_the_repertoire_through_the_trainer_keeps_old_classes_token_for_token(tmp_path):
+    """Train a model on the 'core' identities, then grow it to 'everyday' with --grow-from: the old
+    classes keep their rows (and their pictures, same seed), the new identities get rows of their own."""
+    from lantern_studio.engine.checkpoints import load_gpt
+    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
+    from support.dataset import write_dataset
+
+    rng = np.random.default_rng(0)
+    meta, images = [], []
+    for i, (name, version) in enumerate([("dog face", 0.6), ("red heart", 0.6), ("piñata", 12.0), ("mirror ball", 14.0)]):
+        for style in ("google", "twitter"):
+            img = np.full((64, 64, 3), 255, np.uint8)
+            img[8 * i : 8 * i + 24, 10:40] = rng.integers(0, 255, 3)
+            images.append(img)
+            meta.append({"caption": f"{name}, {style} style", "identity": f"I{i}", "name": name, "style": style,
+                         "vendor": style, "skin_tone": None, "subgroup": "game", "tags": [], "split": "train",
+                         "emoji_version": version})
+    data = tmp_path / "data"
+    write_dataset(data, np.stack(images), meta, {"files": {"images.npy": {"sha256": "x"}}})
+    torch.manual_seed(0)
+    vq_args = VQArgs(codebook_size=16, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1, 1, 1],
+                     decoder_ch_mult=[1, 1, 1, 1], norm_groups=4)
+    save_vq(VQModel(vq_args), vq_args, tmp_path / "vq.safetensors")
+
+    def train(run, *extra):
+        p = argparse.ArgumentParser()
+        ar.add_arguments(p)
+        ar.train(p.parse_args(["--vq", str(tmp_path / "vq.safetensors"), "--data", str(data), "--run", str(run),
+                               "--condition", "class", "--batch", "4", "--dim", "32", "--layers", "1", "--heads", "2",
+                               "--threads", "1", "--eval-every", "1000", "--eval-images", "2", "--warmup", "1",
+                               *extra]))
+        return load_gpt(run / "gpt.safetensors")
+
+    core = train(tmp_path / "core", "--repertoire", "core", "--steps", "3")
+    assert core.config.num_classes == 2
+    grown = train(tmp_path / "grown", "--repertoire", "everyday", "--steps", "0", "--grow-from",
+                  str(tmp_path / "core" / "gpt.safetensors"))
+    assert grown.config.num_classes == 4
+    rows = json.loads((tmp_path / "grown" / "identities.json").read_text())["classes"]
+    assert [r["name"] for r in rows] == ["dog face", "red heart", "piñata", "mirror ball"]
+    s = GenerationSettings(seed=2, temperature=1.0, cfg_scale=2.0)
+    for i in range(2):
+        for style in range(2):
+            c = torch.tensor([[i, style, 0]])
+            assert torch.equal(generate_tokens(core, c, s)[0], generate_tokens(grown, c, s)[0])

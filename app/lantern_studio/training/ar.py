@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from ..engine.files import sha256_file
 from ..engine.model import ModelArgs, Transformer
 from ..engine.text import MiniLMEncoder, left_pad, make_text_encoder
 from ..engine.tokenizer import load_vq
-from ..models.classes import class_rows, vocabulary_from_meta
+from ..models.classes import TONES, class_rows, read_vocabulary, vocabulary_from_meta
 from ..models.dataset import load_dataset
 from ..paths import data_dir, runs_dir
 from . import distributed
@@ -123,13 +124,34 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
     return out
 
 
-def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print) -> dict:
+def grown_vocabulary(meta: list, repertoire: str, grow_from: Path):
+    """The class vocabulary of a model trained before (identities.json beside its weights) with the
+    identities ``repertoire`` adds appended: every old class keeps its row."""
+    old = read_vocabulary(grow_from.parent / "identities.json", *_styles_tones(grow_from))
+    new = vocabulary_from_meta(meta, repertoire, styles=old.styles)
+    return old.grown(new.identities)
+
+
+def _styles_tones(gpt_path: Path) -> tuple:
+    """The style and tone lists of a class model: its run's metrics.json or its folder's model.json."""
+    for name, get in (("metrics.json", lambda d: d.get("classes") or {}),
+                      ("model.json", lambda d: d.get("conditioning") or {})):
+        f = gpt_path.parent / name
+        if f.is_file():
+            c = get(json.loads(f.read_text(encoding="utf-8")))
+            if c.get("styles"):
+                return c["styles"], c.get("tones", list(TONES))
+    raise FileNotFoundError(f"{gpt_path.parent}: no metrics.json or model.json naming the model's styles")
+
+
+def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,
+                    grow_from: Path | None = None) -> dict:
     """Tokenize once and give every image row its class [identity, style, tone] under the
     repertoire rule (models/classes.py); cached as run/prepared.pt. Every row of a kept identity
     trains (a class model draws only the classes it was taught, so no identity is held out);
     the NLL is evaluated on a fixed sample of unshifted training rows."""
     images, meta, manifest = load_dataset(data)
-    vocab = vocabulary_from_meta(meta, repertoire)
+    vocab = grown_vocabulary(meta, repertoire, grow_from) if grow_from else vocabulary_from_meta(meta, repertoire)
     rows = class_rows(meta, vocab)
     keep = [i for i, r in enumerate(rows) if r is not None]
     images_sha = ((manifest.get("files") or {}).get("images.npy") or {}).get("sha256")
@@ -258,7 +280,8 @@ def _train(args, group) -> dict:
         if not group.main:
             distributed.barrier(group)  # rank 0 tokenizes once; the others read its cache
         if args.condition == "class":
-            prep = prepare_classes(Path(args.data), Path(args.vq), run, args.repertoire, log=log)
+            prep = prepare_classes(Path(args.data), Path(args.vq), run, args.repertoire, log=log,
+                                   grow_from=Path(args.grow_from) if args.grow_from else None)
         else:
             prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
         if group.main:
@@ -305,6 +328,13 @@ def _train(args, group) -> dict:
         load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
         step = args.start_step
         log(f"initialised from {args.init_from}; schedule continues at step {step}")
+    elif args.grow_from:
+        # a trained class model with identity rows appended for the classes the repertoire adds
+        old = load_gpt(args.grow_from)
+        added = margs.num_classes - old.config.num_classes
+        old.grow_identities(added, generator=torch.Generator().manual_seed(args.seed))
+        load_state_strict(model, old.state_dict(), args.grow_from)
+        log(f"grown from {args.grow_from}: {old.config.num_classes - added} classes kept, {added} added")
     elif args.warm_start:
         warm_start(model, args.warm_start, log)
     if args.ema and ema is None:
@@ -429,6 +459,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(models/classes.py REPERTOIRES: everyday, all)")
     p.add_argument("--warm-start", default=None, help="copy the transformer (not the condition embedding) from "
                    "these weights when the run folder has no checkpoint, e.g. a text model's gpt.safetensors")
+    p.add_argument("--grow-from", default=None, help="with --condition class: a trained class model's "
+                   "gpt.safetensors (identities.json beside it); its classes keep their rows and the identities "
+                   "--repertoire adds get new ones")
     p.add_argument("--dropout", type=float, default=0.1, help="with --condition class: token, residual and "
                    "feed-forward dropout")
     p.add_argument("--neighbour-weight", type=float, default=0.0, help="share of each token's target given to its "
