@@ -121,7 +121,10 @@ def save_png(path, image: np.ndarray, record: dict, overwrite: bool = False, fac
     info.add_itxt(JSON_KEY, json.dumps(record, sort_keys=True, default=_jsonable))
     try:
         # the ".export-" prefix is how the history recognises a killed write's leftover (gui/history_store.py)
-        atomic_write(path, lambda tmp: img.save(tmp, format="PNG", pnginfo=info), temp_prefix=".export-")
+        atomic_write(path, lambda tmp: img.save(tmp, format="PNG", pnginfo=info), temp_prefix=".export-",
+                     exclusive=not overwrite)
+    except FileExistsError:
+        raise ExportError(f"{path}: already exists (not overwritten)") from None
     except OSError as e:
         raise ExportError(f"{path}: could not be written ({e.strerror or e})") from None
     return path

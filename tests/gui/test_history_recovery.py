@@ -29,6 +29,15 @@ def _filled(folder: Path, n=3) -> None:
     store.close()
 
 
+def _age(folder: Path, seconds: float = 3600) -> None:
+    """Make the history's PNGs look written ``seconds`` ago: the sweep leaves a younger PNG without a row
+    alone (another studio may be between writing it and adding its row)."""
+    old = time.time() - seconds
+    for png in (folder / "images").glob("*.png"):
+        if not png.name.startswith("."):  # temporary files keep their own times
+            os.utime(png, (old, old))
+
+
 def _kept(folder: Path) -> list:
     return sorted(p.name for p in folder.glob("history.sqlite.corrupt-*") if not p.name.endswith(("-wal", "-shm")))
 
@@ -50,6 +59,7 @@ def test_damaged_database_is_moved_aside_and_a_fresh_one_starts(tmp_path, damage
         con.commit()
         con.close()
     before = db.read_bytes()
+    _age(tmp_path)
     store = HistoryStore(tmp_path)
     kept = _kept(tmp_path)
     assert len(kept) == 1 and (tmp_path / kept[0]).read_bytes() == before  # the bad file is kept, unchanged
@@ -87,11 +97,16 @@ def test_stale_temps_swept_and_orphans_relinked_never_deleted(tmp_path):
     from PIL import Image
 
     Image.fromarray(IMG).save(foreign)  # not a studio image: listed, kept
+    young = save_png(images / "20260101-000001-young.png", IMG, _record("young"))  # another writer's, row on its way
+    _age(tmp_path)
+    now = time.time()
+    os.utime(young, (now, now))
     store = HistoryStore(tmp_path)
-    assert not stale.exists() and fresh.exists() and foreign.exists() and orphan.exists()
-    assert sorted(e.prompt for e in store.entries()) == ["orphan", "prompt 0"]
+    assert not stale.exists() and fresh.exists() and foreign.exists() and orphan.exists() and young.exists()
+    assert sorted(e.prompt for e in store.entries()) == ["orphan", "prompt 0"]  # not "young", not yet
     assert any("added back" in n for n in store.notices) and any("holiday.png" in n for n in store.notices)
     store.close()
+    young.unlink()
     again = HistoryStore(tmp_path)  # nothing left to repair: no duplicate rows
     assert again.count() == 2 and not any("added back" in n for n in again.notices)
     again.close()

@@ -35,7 +35,7 @@ def give_usual_mode(path) -> None:
 
 
 def atomic_write(path, write: Callable[[str], object], *, durable: bool = False,
-                 temp_prefix: Optional[str] = None) -> Path:
+                 temp_prefix: Optional[str] = None, exclusive: bool = False) -> Path:
     """Call ``write(tmp_path)``, then rename the temporary file over ``path``.
 
     Readers see the old file or the new one, never half of one; if ``write``
@@ -46,7 +46,10 @@ def atomic_write(path, write: Callable[[str], object], *, durable: bool = False,
     format from the extension (``np.save``, Pillow) write the right one. The
     result gets the usual umask-based mode, not mkstemp's 0600. ``durable``
     also flushes the file to disk before the rename (it then survives a power
-    cut, at the cost of a disk flush). → ``path``.
+    cut, at the cost of a disk flush). ``exclusive``: never replace an existing
+    ``path`` — the finished file is hard-linked into place, which fails with
+    FileExistsError when another writer got there first (two writers cannot
+    both win one name). → ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,7 +62,11 @@ def atomic_write(path, write: Callable[[str], object], *, durable: bool = False,
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
         give_usual_mode(tmp)
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

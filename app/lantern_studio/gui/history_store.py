@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -25,11 +26,12 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..export import read_png_record, save_png, slug
+from ..export import ExportError, read_png_record, save_png, slug
 from ..records import RecordError, parse_record
 
 COLUMNS = ("id", "created", "prompt", "model", "path", "record", "decisions")
 STALE_TEMP_SECONDS = 60.0  # an in-flight export is younger than this (a second studio may be writing)
+ORPHAN_MIN_AGE = 5.0  # a PNG without a row younger than this may be another writer's, its row on the way
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -131,6 +133,11 @@ class HistoryStore:
         for png in sorted(self.images.glob("*.png")):
             if png.name in known or png.name.startswith("."):
                 continue
+            try:  # another studio may be between writing this PNG and adding its row: leave young files
+                if now - png.stat().st_mtime < ORPHAN_MIN_AGE:
+                    continue
+            except OSError:
+                continue
             try:
                 record = read_png_record(png)
             except (OSError, RecordError):
@@ -154,17 +161,20 @@ class HistoryStore:
         self.db.close()
 
     def _new_path(self, prompt: str) -> Path:
+        """A name no other writer picks: the time, the prompt, this process and a random part (two
+        studios, or a studio and a script, add to one history)."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        base = f"{stamp}-{slug(prompt, 32)}"
-        path, i = self.images / f"{base}.png", 1
-        while path.exists():
-            i += 1
-            path = self.images / f"{base}-{i}.png"
-        return path
+        return self.images / f"{stamp}-{slug(prompt, 32)}-{os.getpid()}-{secrets.token_hex(3)}.png"
 
     def add(self, image: np.ndarray, record: dict, decisions: Optional[np.ndarray] = None) -> Entry:
         record = json.loads(json.dumps(record, default=str))
-        path = save_png(self._new_path(record.get("prompt", "")), image, record)
+        for attempt in range(8):
+            try:  # an exclusive create: a name taken meanwhile is never overwritten
+                path = save_png(self._new_path(record.get("prompt", "")), image, record)
+                break
+            except ExportError as e:
+                if "already exists" not in str(e) or attempt == 7:
+                    raise
         blob = None if decisions is None else np.asarray(decisions, dtype=np.uint8).tobytes()
         created = time.time()
         try:
@@ -212,7 +222,9 @@ class HistoryStore:
         e = self.get(entry_id)
         with self.db:
             self.db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
-        if e is not None:
+            shared = e is not None and self.db.execute("SELECT COUNT(*) FROM entries WHERE path = ?",
+                                                       (e.path.name,)).fetchone()[0]
+        if e is not None and not shared:  # another row still shows this image: keep it
             e.path.unlink(missing_ok=True)
 
     def count(self) -> int:
