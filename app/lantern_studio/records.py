@@ -150,14 +150,14 @@ def _number(kind):
 def bounded_json(text: str, where) -> Any:
     """json.loads with the limits above; RecordError naming ``where``."""
     if len(text) > MAX_RECORD_BYTES:
-        raise _bad(where, f"the record is larger than {MAX_RECORD_BYTES // 2**10} kB")
+        raise _bad(where, f"larger than {MAX_RECORD_BYTES // 2**10} kB")
     if _depth(text) > MAX_DEPTH:
-        raise _bad(where, f"the record nests deeper than {MAX_DEPTH} levels")
+        raise _bad(where, f"nests deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text, parse_int=_number(int), parse_float=_number(float),
                           parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not a number")))
     except (ValueError, RecursionError) as e:
-        raise _bad(where, f"the record is not valid JSON ({str(e)[:120]})") from None
+        raise _bad(where, f"not valid JSON ({str(e)[:120]})") from None
 
 
 # --------------------------------------------------------------------------- the schema

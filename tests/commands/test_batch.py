@@ -221,7 +221,7 @@ def test_an_unreachable_address_fails_fast_in_one_line(tiny_dir, prompts_file, t
 
 
 @pytest.mark.parametrize("lines, extra, says", [
-    ('{"prompt": "red heart"}\n{"prompt": "cat", \n', [], "p.jsonl line 2: not JSON"),
+    ('{"prompt": "red heart"}\n{"prompt": "cat", \n', [], "p.jsonl line 2: not valid JSON"),
     ('{"prompt": "red heart"}\n{"seed": 3}\n', [], 'line 2: "prompt" must be a non-empty string'),
     ('{"prompt": "red heart", "seed": "x"}\n', [], 'line 1: "seed" must be a 64-bit integer'),
     ('{"prompt": "red heart", "settings": {"k": "many"}}\n', [], "line 1: settings: k must be an integer"),
@@ -237,6 +237,17 @@ def test_an_unreachable_address_fails_fast_in_one_line(tiny_dir, prompts_file, t
     ('{"prompt": "x"}\n', ["--sweep", "k=1,x"], "--sweep 'k=1,x': k must be an integer, got 'x'"),
     ('{"prompt": "x"}\n', ["--sweep", "k=1", "--sweep", "k=2"], "k is swept twice"),
     ("# only a comment\n\n", [], "no prompts"),
+    # hostile input: bounded before anything is built, one short line naming the flag or the line
+    ('{"prompt": "x", "seed": ' + "9" * 5000 + "}\n", [], "line 1: not valid JSON (a number of 5000 characters)"),
+    ('{"prompt": "x", "settings": ' + "[" * 50000 + "]" * 50000 + "}\n", [], "line 1: nests deeper"),
+    ('{"prompt": "x"}\n', ["--seeds", "1000000000"], "--seeds: must be in [1, 100000], got 1000000000"),
+    ('{"prompt": "x"}\n', ["--sweep", "k=" + ",".join(map(str, range(40))), "--sweep",
+                           "delta=" + ",".join(f"{i / 100}" for i in range(40)), "--sweep",
+                           "temperature=" + ",".join(f"{1 + i / 10}" for i in range(40))],
+     "--sweep: 64000 combinations of settings (at most 10000)"),
+    ('{"prompt": "x"}\n', ["--set", "k=" + "9" * 5000], "k must be an integer, got '99999999999"),
+    ('{"prompt": "x"}\n', ["--first-seed", "9223372036854775807", "--seeds", "2"],
+     "--first-seed: 9223372036854775807 + 2 seeds runs past the largest seed"),
 ])
 def test_bad_input_gets_one_line_naming_it(tiny_dir, tmp_path, capsys, lines, extra, says):
     prompts = tmp_path / ("p.txt" if lines.startswith("#") else "p.jsonl")
@@ -244,7 +255,43 @@ def test_bad_input_gets_one_line_naming_it(tiny_dir, tmp_path, capsys, lines, ex
     rc = cli_main(_argv(prompts, tmp_path / "o", tiny_dir, *extra))
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and says in err, err
+    assert len(err) < 400, err  # readable: a 5000-digit value is not echoed whole
     assert not (tmp_path / "o").exists()
+
+
+def test_a_prompts_file_over_the_limits_is_refused_before_it_is_read(tiny_dir, tmp_path, capsys, monkeypatch):
+    from lantern_studio.commands import batch_plan
+
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("red heart\n" * 20, encoding="utf-8")
+    monkeypatch.setattr(batch_plan, "MAX_PROMPTS_BYTES", 100)  # the real limit is 16 MiB: the same check
+    assert cli_main(_argv(prompts, tmp_path / "o", tiny_dir)) == 2
+    assert "200 bytes (at most 0 MiB); split the file" in capsys.readouterr().err
+    monkeypatch.setattr(batch_plan, "MAX_PROMPTS_BYTES", 2**20)
+    monkeypatch.setattr(batch_plan, "MAX_PROMPT_LINES", 10)
+    assert cli_main(_argv(prompts, tmp_path / "o", tiny_dir)) == 2
+    assert "20 lines (at most 10)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("planted", ["manifest", "images"])
+def test_links_planted_in_the_output_folder_are_never_followed(tiny_dir, prompts_file, tmp_path, capsys, planted):
+    """A symlinked manifest.jsonl would get lines appended to an outside file; a symlinked images/ would have
+    its temporary files deleted: both are refused by name and the outside stays byte-identical."""
+    out = tmp_path / "o"
+    out.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("mine\n")
+    (outside / ".x.tmp.png").write_bytes(b"keep me")
+    if planted == "manifest":
+        (out / MANIFEST).symlink_to(outside / "notes.txt")
+    else:
+        (out / "images").symlink_to(outside)
+    before = {p.name: p.read_bytes() for p in outside.iterdir()}
+    rc = cli_main(_argv(prompts_file, out, tiny_dir, "--seeds", "1"))
+    err = capsys.readouterr().err
+    assert rc != 0 and "is a symbolic link" in err and "refused" in err, err
+    assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
 
 
 def test_settings_the_model_refuses_are_named_after_it_loads(tiny_dir, tmp_path, capsys):

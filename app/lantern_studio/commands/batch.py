@@ -36,10 +36,11 @@ from ..engine.settings import GenerationSettings, SettingsError
 from ..eval import sweep as sweep_report
 from ..eval.bench import load_quality
 from ..models.dataset import DatasetError, load_dataset
+from ..records import bounded_json, png_text
 from ..reports import machine_info
 from ..threads import configure_decode_threads
 from .batch_plan import (BatchError, Manifest, build_plan, check_early, commit, parse_set, parse_sweeps,
-                         read_prompts, remove_leftovers)
+                         read_prompts, refuse_links, remove_leftovers)
 from .batch_ray import RayExecutor, RayUnavailable
 from .batch_run import LocalExecutor
 
@@ -116,6 +117,7 @@ def run_batch(args: argparse.Namespace, hook: Optional[Callable[[object, dict], 
             raise BatchError(f"--precision: must be one of {', '.join(PRECISIONS)}, got {args.precision!r}")
         if out.exists() and not out.is_dir():
             raise BatchError(f"--out {out}: exists and is not a folder")
+        refuse_links(out)
     except BatchError as e:
         return _err(str(e), EXIT_BAD_INPUT)
     if args.workers and not args.ray:
@@ -144,6 +146,8 @@ def run_batch(args: argparse.Namespace, hook: Optional[Callable[[object, dict], 
         return _err(str(e), EXIT_BAD_INPUT)
     try:
         return _run(args, executor, prompts, fixed, sweeps, out, hook, started)
+    except BatchError as e:  # e.g. a link planted in the output folder while the run was going
+        return _err(str(e), EXIT_BAD_INPUT)
     finally:
         executor.close()
 
@@ -166,8 +170,8 @@ def _model_json_sha(info) -> Optional[str]:
 
 def _cached_info(args, out: Path) -> Optional[dict]:
     try:
-        c = json.loads((out / INFO).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        c = bounded_json((out / INFO).read_text(encoding="utf-8"), out / INFO)
+    except (OSError, ValueError):  # RecordError is a ValueError: a damaged or hostile file is re-made
         return None
     if not isinstance(c, dict) or c.get("request") != {"model": args.model, "precision": args.precision,
                                                         "target": _target(args)}:
@@ -309,7 +313,7 @@ def _finish(args, executor, info, plan, prompts, out: Path, done: dict, counts: 
 
 def _previous_runs(path: Path) -> list:
     try:
-        runs = json.loads(path.read_text(encoding="utf-8")).get("runs")
+        runs = bounded_json(path.read_text(encoding="utf-8"), path).get("runs")
     except (OSError, ValueError, AttributeError):
         return []
     return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
@@ -336,8 +340,13 @@ def _report(args, plan, entries: dict, info: dict, out: Path) -> dict:
         notes.append("the model ships no recogniser: prompt fidelity and Fréchet distance are null")
 
     def load_image(entry):
-        with Image.open(out / entry["file"]) as im:
-            return np.asarray(im.convert("RGB"))
+        try:
+            png_text(out / entry["file"])  # the header's size limits, before any pixel is decoded
+            with Image.open(out / entry["file"]) as im:
+                return np.asarray(im.convert("RGB"))
+        except (OSError, ValueError, Image.DecompressionBombError) as e:  # RecordError is a ValueError
+            raise BatchError(f"{out / entry['file']}: not the image the manifest lists ({e}); re-run without "
+                             "--no-verify to re-render it") from None
 
     groups = [{"name": g.name, "family": g.family, "changes": g.changes, "keys": g.keys} for g in plan.groups]
     report = sweep_report.build_report(groups, entries, quality=quality, load_image=load_image)

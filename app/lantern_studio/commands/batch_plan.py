@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import typing
 from dataclasses import dataclass, field, fields
@@ -28,6 +29,7 @@ from typing import Any, Iterable, Optional, Sequence
 from ..engine.files import atomic_write, sha256_file
 from ..engine.settings import GenerationSettings, SettingsError
 from ..export import slug
+from ..records import RecordError, bounded_json
 
 MANIFEST = "manifest.jsonl"
 IMAGES = "images"
@@ -47,6 +49,21 @@ class BatchError(ValueError):
 
 
 # --------------------------------------------------------------------------- settings from text
+
+
+#: Limits checked before anything is built or read whole (a typo must not ask for gigabytes)
+MAX_PROMPTS_BYTES = 16 * 2**20
+MAX_PROMPT_LINES = 100_000
+MAX_SEEDS = 100_000
+MAX_COMBINATIONS = 10_000  # the product of every --sweep's value count
+MAX_ITEMS = 1_000_000  # prompts × seeds × settings
+SHOW_CHARS = 40  # a value quoted in an error line
+
+
+def show(text) -> str:
+    """A value as an error line quotes it: its repr, cut to a readable length."""
+    r = repr(text)
+    return r if len(r) <= SHOW_CHARS else r[: SHOW_CHARS - 3] + "…" + r[-1]
 
 
 def field_name(name: str, where: str) -> str:
@@ -82,9 +99,9 @@ def parse_value(key: str, text: str, where: str):
         if base is float:
             return float(t)
         return t
-    except ValueError:
+    except (ValueError, OverflowError):
         kind = {bool: "true or false", int: "an integer", float: "a number"}.get(base, "text")
-        raise BatchError(f"{where}: {key} must be {kind}, got {t!r}") from None
+        raise BatchError(f"{where}: {key} must be {kind}, got {show(t)}") from None
 
 
 def json_value(key: str, value, where: str):
@@ -109,10 +126,11 @@ def parse_set(items: Optional[Sequence[str]]) -> dict:
     out: dict = {}
     for raw in items or ():
         name, eq, value = str(raw).partition("=")
+        where = f"--set {show(raw)}"
         if not eq or not name.strip():
-            raise BatchError(f"--set {raw!r}: expected NAME=VALUE, e.g. --set k=64")
-        key = field_name(name, f"--set {raw!r}")
-        out[key] = parse_value(key, value, f"--set {raw!r}")
+            raise BatchError(f"{where}: expected NAME=VALUE, e.g. --set k=64")
+        key = field_name(name, where)
+        out[key] = parse_value(key, value, where)
     return out
 
 
@@ -121,20 +139,27 @@ def parse_sweeps(items: Optional[Sequence[str]]) -> list[tuple[str, list]]:
     out: list[tuple[str, list]] = []
     for raw in items or ():
         name, eq, values = str(raw).partition("=")
+        where = f"--sweep {show(raw)}"
         if not eq or not name.strip():
-            raise BatchError(f"--sweep {raw!r}: expected NAME=V1,V2,…, e.g. --sweep 'k=16,64,256'")
-        key = field_name(name, f"--sweep {raw!r}")
+            raise BatchError(f"{where}: expected NAME=V1,V2,…, e.g. --sweep 'k=16,64,256'")
+        key = field_name(name, where)
         if any(key == k for k, _ in out):
-            raise BatchError(f"--sweep {raw!r}: {key} is swept twice (give all its values in one --sweep)")
+            raise BatchError(f"{where}: {key} is swept twice (give all its values in one --sweep)")
         parts = [v for v in values.split(",")]
         if not any(p.strip() for p in parts):
-            raise BatchError(f"--sweep {raw!r}: no values after '='")
+            raise BatchError(f"{where}: no values after '='")
+        if len(parts) > MAX_COMBINATIONS:
+            raise BatchError(f"{where}: {len(parts)} values (at most {MAX_COMBINATIONS})")
         vals = []
         for p in parts:
-            v = parse_value(key, p, f"--sweep {raw!r}")
+            v = parse_value(key, p, where)
             if v not in vals:
                 vals.append(v)
         out.append((key, vals))
+        combos = math.prod(len(v) for _, v in out)
+        if combos > MAX_COMBINATIONS:
+            raise BatchError(f"--sweep: {combos} combinations of settings (at most {MAX_COMBINATIONS}); sweep fewer "
+                             "values or split the run")
     return out
 
 
@@ -189,10 +214,15 @@ def read_prompts(path) -> list[PromptLine]:
     if not p.is_file():
         raise BatchError(f"PROMPTS {p}: not a file (one prompt per line, or JSONL)")
     try:
+        size = p.stat().st_size
+        if size > MAX_PROMPTS_BYTES:
+            raise BatchError(f"PROMPTS {p}: {size} bytes (at most {MAX_PROMPTS_BYTES // 2**20} MiB); split the file")
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise BatchError(f"PROMPTS {p}: cannot be read ({e})") from None
     lines = text.splitlines()
+    if len(lines) > MAX_PROMPT_LINES:
+        raise BatchError(f"PROMPTS {p}: {len(lines)} lines (at most {MAX_PROMPT_LINES}); split the file")
     out: list[PromptLine] = []
     if not _is_jsonl(p, lines):
         for i, ln in enumerate(lines, 1):
@@ -206,9 +236,9 @@ def read_prompts(path) -> list[PromptLine]:
                 continue
             where = f"PROMPTS {p.name} line {i}"
             try:
-                row = json.loads(s)
-            except json.JSONDecodeError as e:
-                raise BatchError(f"{where}: not JSON ({e.msg} at column {e.colno})") from None
+                row = bounded_json(s, where)
+            except RecordError as e:
+                raise BatchError(str(e)) from None
             if not isinstance(row, dict):
                 raise BatchError(f"{where}: expected an object {{\"prompt\": …}}, got {type(row).__name__}")
             unknown = sorted(set(row) - {"prompt", "seed", "settings", "subgroup", "subgroups"})
@@ -311,8 +341,15 @@ def build_plan(prompts: Sequence[PromptLine], defaults: GenerationSettings, *, m
     seeds. Items are ordered prompt by prompt, seed by seed, settings interleaved
     (vanilla first), so a slow drift of the machine hits every setting alike and a
     partial run already has comparable pairs. Identical items (same key) are kept once."""
-    if seeds < 1:
-        raise BatchError(f"--seeds: must be ≥ 1, got {seeds}")
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise BatchError(f"--seeds: must be in [1, {MAX_SEEDS}], got {seeds}")
+    if not -(2**63) <= first_seed or first_seed + seeds - 1 >= 2**63:
+        raise BatchError(f"--first-seed: {first_seed} + {seeds} seeds runs past the largest seed (2**63 - 1)")
+    combos = math.prod(len(v) for _, v in (sweeps or [])) + (1 if sweeps else 0)
+    total = sum(1 if line.seed is not None else seeds for line in prompts) * combos
+    if total > MAX_ITEMS:
+        raise BatchError(f"{total} images planned (prompts × seeds × settings; at most {MAX_ITEMS}); use fewer "
+                         "seeds, prompts or sweep values, or split the run")
     fixed = dict(fixed or {})
     grid = sweep_grid(sweeps or [])
     groups = [Group(name, "batch" if not sweeps else "sweep", changes) for name, changes in grid]
@@ -351,6 +388,18 @@ def check_early(fixed: dict, sweeps: Sequence[tuple[str, list]]) -> None:
 
 # --------------------------------------------------------------------------- the manifest
 
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def refuse_links(out_dir) -> None:
+    """The output folder's manifest and images/ must be what they say, not links to elsewhere: a link
+    planted there would have lines appended to an outside file or outside files deleted."""
+    for name in (MANIFEST, IMAGES):
+        p = Path(out_dir) / name
+        if p.is_symlink():
+            raise BatchError(f"{p}: is a symbolic link (to {os.readlink(p)}); refused — the output folder's "
+                             f"{name} must be its own")
+
 
 @dataclass
 class ManifestState:
@@ -370,16 +419,17 @@ class Manifest:
 
     def read(self) -> ManifestState:
         st = ManifestState({})
+        refuse_links(self.dir)
         if not self.path.is_file():
             return st
-        with open(self.path, "rb") as fh:
+        with os.fdopen(os.open(self.path, os.O_RDONLY | NOFOLLOW), "rb") as fh:
             for raw in fh:
                 if not raw.strip():
                     continue
                 st.lines += 1
                 try:
-                    row = json.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, json.JSONDecodeError):
+                    row = bounded_json(raw.decode("utf-8"), self.path)
+                except (UnicodeDecodeError, RecordError):
                     st.torn += 1
                     continue
                 if not raw.endswith(b"\n") or not isinstance(row, dict) or not isinstance(row.get("key"), str):
@@ -412,7 +462,8 @@ class Manifest:
         self._checked_tail = True
         if not self.path.is_file() or self.path.stat().st_size == 0:
             return
-        with open(self.path, "rb+") as fh:
+        refuse_links(self.dir)
+        with os.fdopen(os.open(self.path, os.O_RDWR | NOFOLLOW), "rb+") as fh:
             fh.seek(-1, os.SEEK_END)
             if fh.read(1) == b"\n":
                 return
@@ -429,7 +480,8 @@ class Manifest:
             self._repair_tail()
         line = (json.dumps(entry, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        refuse_links(self.dir)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o666)
         try:
             os.write(fd, line)
             os.fsync(fd)
@@ -447,6 +499,7 @@ def remove_leftovers(out_dir) -> int:
     """Delete temporary files a killed write left in ``DIR/images`` (hidden ``*.tmp.png``); → how many."""
     folder = Path(out_dir) / IMAGES
     n = 0
+    refuse_links(out_dir)
     if folder.is_dir():
         for f in folder.iterdir():
             if f.name.startswith(".") and f.name.endswith(".tmp.png") and f.is_file():
@@ -462,6 +515,7 @@ def commit(out_dir, manifest: Manifest, item: WorkItem, png: bytes, entry: dict)
     """Write one finished image: its PNG (atomically, durably), then its manifest line.
     ``entry`` is the worker's description (stats, seconds, worker); → the line written."""
     path = Path(out_dir) / item.file
+    refuse_links(out_dir)
     atomic_write(path, lambda tmp: Path(tmp).write_bytes(png), durable=True)
     line = {**entry, "key": item.key, "file": item.file, "prompt": item.prompt, "seed": item.seed,
             "settings": item.settings, "prompt_index": item.prompt_index,
