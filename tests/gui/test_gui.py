@@ -333,9 +333,15 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     w.show()
     qtbot.waitUntil(lambda: w.engine.loading == "warming up the decoder…", timeout=WAIT)
     assert w.model_info is None
+    # the controls already show the model's own defaults (read from model.json), not placeholders
+    from lantern_studio.models import model_defaults
+
+    defaults = model_defaults(str(tiny))
+    assert defaults.drafter == "jacobi" and defaults.k == 8 and defaults.cfg_scale == 2.0
+    assert w.controls.settings().with_(seed=defaults.seed) == defaults
     w.controls.set_prompt("a red heart")
     job = w.generate()
-    assert job is not None
+    assert job is not None and job.settings == w.controls.settings()
     assert "waiting for the model" in w.canvas.progress.format()
     w.queue_view.update_from(w.engine)
     assert "waiting for the model" in w.queue_view.list.item(0).text()
@@ -344,6 +350,8 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
     assert stages == ["loading text encoder…", "preparing neighbour table…", "warming up the decoder…"]
     assert w.model_info is not None and w.engine.loading is None
+    # the image ran with those settings, and the panel still shows them once the model is ready
+    assert w.last_result.record()["settings"] == job.settings.to_dict() and w.controls.settings() == job.settings
     assert w.status_model.text().startswith(w.model_info.name)
 
 
@@ -385,3 +393,35 @@ def test_the_studio_runs_on_a_qasync_loop(tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "qasync loop True 42" in r.stdout
+
+
+def test_enter_generates_shift_enter_is_a_new_line_and_esc_stops_both_halves_of_a_compare(qtbot, slow):
+    w = open_window(qtbot, slow)
+    w.controls.set_settings(w.controls.settings().with_(drafter="jacobi"))
+    w.engine.worker.step_hook = lambda job, ev: time.sleep(0.01)
+    w.controls.set_prompt("two")
+    w.controls.prompt.setFocus()
+    w.controls.prompt.moveCursor(w.controls.prompt.textCursor().MoveOperation.End)
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    assert w.controls.prompt_text() == "two\n" and not w.engine.busy  # a new line, no job
+    w.controls.set_prompt("one")
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
+    assert w.engine.current is not None and w.controls.prompt_text() == "one"  # generated, no newline typed
+    qtbot.waitUntil(lambda: not w.engine.busy, timeout=WAIT)
+    # Esc during a Compare cancels the vanilla half that runs and the LANTERN half that waits
+    cancelled = []
+    w.engine.job_cancelled.connect(cancelled.append)
+    vanilla, current = w.compare()
+    qtbot.waitUntil(lambda: w.engine.current is not None and w.engine.current.id == vanilla.id, timeout=WAIT)
+    w.cancel()
+    qtbot.waitUntil(lambda: not w.engine.busy, timeout=WAIT)
+    assert [j.id for j in cancelled] == [vanilla.id]  # it stopped; its pair was taken off the queue, never ran
+    assert w.engine.position(current) is None and (w.last_result is None or w.last_result.job.id != current.id)
+
+
+def test_window_title_menus_and_counts_read_as_a_person_expects(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    assert w.windowTitle() == w.model_info.name  # Qt adds " — Lantern Studio" once, itself
+    assert [a.text() for a in w.menuBar().actions()] == ["&File", "&Edit", "&Generate", "&View", "&Help"]
+    run_job(qtbot, w, "red heart")
+    qtbot.waitUntil(lambda: w.gallery.count_label.text() == "1 image", timeout=WAIT)

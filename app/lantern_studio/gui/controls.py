@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Optional
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPlainTextEdit,
@@ -74,6 +74,21 @@ def _int(lo, hi, tip) -> QSpinBox:
     return s
 
 
+class PromptEdit(QPlainTextEdit):
+    """The prompt box: Enter generates (as in every prompt box people know), Shift+Enter starts a new line."""
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event):  # noqa: N802 - Qt's name
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not (event.modifiers() & Qt.KeyboardModifier.ShiftModifier):
+            if not (event.modifiers() & Qt.KeyboardModifier.ControlModifier):  # Ctrl+Enter: the window's shortcut
+                self.submitted.emit()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
 class ControlsPanel(QWidget):
     generate_requested = Signal()
     compare_requested = Signal()
@@ -100,8 +115,9 @@ class ControlsPanel(QWidget):
     def _prompt_group(self) -> QGroupBox:
         g = QGroupBox("Prompt")
         v = QVBoxLayout(g)
-        self.prompt = QPlainTextEdit()
-        self.prompt.setPlaceholderText("a red heart with a white outline")
+        self.prompt = PromptEdit()
+        self.prompt.submitted.connect(self.generate_requested)
+        self.prompt.setPlaceholderText("Describe what to draw, e.g. “a red heart” — Enter generates")
         self.prompt.setToolTip(tt.PROMPT)
         self.prompt.setTabChangesFocus(True)
         self.prompt.setFixedHeight(64)

@@ -123,7 +123,7 @@ class HistoryGallery(QWidget):
                 missing.append((e.id, e.path))
         total = self.store.count()
         shown = len(entries)
-        self.count_label.setText(f"{shown} of {total}" if self.search.text().strip() else f"{total} images")
+        self.count_label.setText(f"{shown} of {total}" if self.search.text().strip() else f"{total} image" + ("" if total == 1 else "s"))
         if missing:
             if self._thumb_task is not None:
                 self._thumb_task.cancel()

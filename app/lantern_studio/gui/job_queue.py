@@ -93,6 +93,10 @@ class JobQueue(QObject):
         self.pending = deque(j for j in self.pending if j.id != job_id)
         self.queue_changed.emit()
 
+    def pending_in_group(self, group: int) -> list:
+        """The queued jobs of one Compare pair (the running one is ``current``)."""
+        return [j.id for j in self.pending if j.group == group]
+
     def cancel_all(self) -> None:
         self.pending.clear()
         self.cancel_current()

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
 from ..export import ExportError, save_png, slug
-from ..models import BUNDLED_NAME, TINY_DEMO
+from ..models import BUNDLED_NAME, TINY_DEMO, model_defaults
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
 from ..records import RecordError, png_text
@@ -55,7 +55,7 @@ def _jsonable(record: dict) -> dict:
 class MainWindow(QMainWindow):
     def __init__(self, model: Optional[str] = None, data_dir: Optional[Path] = None):
         super().__init__()
-        self.setWindowTitle("Lantern Studio")
+        self.setWindowTitle("")  # Qt shows the application's display name alone
         self.setObjectName("mainWindow")
         data = Path(data_dir) if data_dir else app_data_dir()
         self.prefs = Preferences(data)
@@ -187,12 +187,12 @@ class MainWindow(QMainWindow):
         self.generate_action = self._action(g, "Generate", self.generate, ["Ctrl+Return", "Ctrl+Enter"])
         self._action(g, "Compare with vanilla", self.compare, ["Ctrl+Shift+Return"])
         self.cancel_action = self._action(g, "Cancel", self.cancel, ["Esc"])
-        h = mb.addMenu("&Help")
-        self._action(h, "About Lantern Studio", self.show_about)
         self._action(g, "Cancel all", self.cancel_all, ["Shift+Esc"])
         v = mb.addMenu("&View")
         self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)
         self._action(v, "Clear trade-off chart", self.chart.clear)
+        h = mb.addMenu("&Help")  # last, as on every desktop
+        self._action(h, "About Lantern Studio", self.show_about)
         for a in (self.save_action, self.copy_action, self.generate_action, self.cancel_action):
             a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
 
@@ -236,6 +236,12 @@ class MainWindow(QMainWindow):
         self.controls.set_prompt_history(p.get_json("prompt_history", []) or [])
         self.recent_models = [m for m in (p.get_json("recent_models", []) or []) if isinstance(m, str)]
         self.model_spec = model if model is not None else p.get_json("model", None)
+        if not self._settings_restored:
+            # the model's real defaults from its model.json, from the first frame: a Generate pressed while
+            # the model warms up runs with what the controls show, not with placeholders
+            early = model_defaults(self.model_spec)
+            if early is not None:
+                self.controls.set_settings(early)
         self._refresh_model_choices()
         self.canvas.set_zoom(p.get_json("zoom", "fit"))
         self.canvas.set_overlay(bool(p.get_json("overlay", False)))
@@ -359,7 +365,7 @@ class MainWindow(QMainWindow):
         if changed:
             self.chart.clear()
         self.chart.set_quality_available(info.has_score)
-        self.setWindowTitle(f"Lantern Studio — {info.name}")
+        self.setWindowTitle(info.name)  # Qt appends the application's display name: "emoji-64 — Lantern Studio"
         self.status_model.setText(f"{info.name} · {info.grid}×{info.grid} tokens · V={info.vocab_size} · "
                                   f"{info.precision}")
         self.status_model.setToolTip(f"Weights and KV caches in {info.precision} (chosen automatically: bf16 where "
@@ -421,6 +427,11 @@ class MainWindow(QMainWindow):
         job = self.engine.cancel_current()
         if job is not None:
             self.statusBar().showMessage(f"Cancelling #{job.id}…")
+            if job.group is not None:  # a Compare is one request: Esc stops both halves
+                for other in self.engine.pending_in_group(job.group):
+                    self.engine.cancel_job(other)
+                self._compare.pop(job.group, None)
+                self.statusBar().showMessage(f"Cancelling the Compare (#{job.id} and its pair)…")
         self._queue_changed()
 
     def cancel_all(self) -> None:

@@ -52,6 +52,24 @@ def resolve_spec(spec: Optional[str]) -> "Path | str":
                           f"{TINY_DEMO!r} or a catalogue name")
 
 
+def model_defaults(spec: Optional[str]):
+    """A model folder's default GenerationSettings read from its model.json alone (no weights, no
+    torch work: fast enough for the GUI thread), or None where that cannot be said yet (a catalogue
+    model, the tiny demo not built yet, a damaged folder — its load reports that)."""
+    from ..engine.settings import GenerationSettings
+    from .local import read_manifest
+
+    if spec == TINY_DEMO:
+        return None
+    try:
+        folder = resolve_spec(spec)
+        if not isinstance(folder, Path):
+            return None
+        return GenerationSettings.from_dict(read_manifest(folder).get("defaults") or {}).validate()
+    except (CheckpointError, OSError, TypeError, ValueError):
+        return None
+
+
 def _bundled_or_error() -> Path:
     folder = bundled_dir()
     if not (folder / "model.json").is_file():
