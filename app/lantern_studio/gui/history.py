@@ -38,12 +38,18 @@ def ask_user(parent, title: str, text: str) -> bool:
 
 
 def describe(e: Entry) -> str:
-    s, st = e.settings, e.stats
-    how = "vanilla" if s.get("drafter") == "none" else s.get("drafter", "?")
+    """The entry's tooltip; any record (a settings or stats field of any type) gives text, never an error."""
+    s = e.settings if isinstance(e.settings, dict) else {}
+    st = e.stats if isinstance(e.stats, dict) else {}
+    how = "vanilla" if s.get("drafter") == "none" else str(s.get("drafter", "?"))[:20]
     if s.get("drafter") != "none" and s.get("k", 0):
         how += f", k={s.get('k')}, " + (f"λ={s['lam']}" if s.get("lam") is not None else f"δ={s.get('delta')}")
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))
+    try:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))
+    except (OverflowError, OSError, ValueError):
+        when = "?"
     secs = st.get("wall_seconds")
+    secs = secs if isinstance(secs, (int, float)) and not isinstance(secs, bool) and abs(secs) < 1e9 else None
     return (f"{e.prompt}\nseed {s.get('seed')} · {how}\n{e.model} · {when}"
             + (f" · {secs:.2f} s" if isinstance(secs, (int, float)) else ""))
 
