@@ -425,3 +425,18 @@ def test_window_title_menus_and_counts_read_as_a_person_expects(qtbot, tiny):
     assert [a.text() for a in w.menuBar().actions()] == ["&File", "&Edit", "&Generate", "&View", "&Help"]
     run_job(qtbot, w, "red heart")
     qtbot.waitUntil(lambda: w.gallery.count_label.text() == "1 image", timeout=WAIT)
+
+
+def test_the_chart_x_axis_has_one_unit(qtbot, tiny):
+    """Before any vanilla run x is tokens per forward; once a run has its vanilla run x is the speed-up, and a
+    run without one waits off the chart (a triangle at 6.5 tokens/forward beside circles at 2.9× read as faster)."""
+    w = open_window(qtbot, tiny)
+    _job, lone = run_job(qtbot, w, "no baseline")
+    assert w.chart.plot.getAxis("bottom").labelText == "tokens per target forward"
+    assert len(w.chart.scatter.points()) == 1 and not w.chart.points[0].baseline
+    w.controls.set_prompt("with baseline")
+    vanilla, current = w.compare()
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == current.id, timeout=WAIT)
+    assert w.chart.plot.getAxis("bottom").labelText == "speed-up vs vanilla (×)"
+    assert len(w.chart.scatter.points()) == 2 and w.chart.unplaced == 1  # vanilla at 1× and the LANTERN run
+    assert "1 without a vanilla run" in w.chart.key_label.text()

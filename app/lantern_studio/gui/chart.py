@@ -83,6 +83,7 @@ class TradeoffChart(QWidget):
         self.points: List[Point] = []
         self.quality = False
         self.hidden = 0  # runs not drawn (no quality score while y is the score)
+        self.unplaced = 0  # runs not drawn (no vanilla run of their own while x is the speed-up)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(4)
@@ -175,13 +176,19 @@ class TradeoffChart(QWidget):
             if p.vanilla:
                 latest[p.key] = p
         spots, xs, ys = [], [], []
-        self.hidden = 0
+        self.hidden = self.unplaced = 0
+        # one unit on the x axis: speed-up as soon as any run has its vanilla run, and then the runs without
+        # one wait off the chart (counted in the key) until a Compare measures them; tokens/forward before that
+        speedup_axis = any(latest.get(p.key) is not None for p in self.points)
         for p in self.points:
             if self.quality and p.score is None:
                 self.hidden += 1  # no fidelity for this prompt: no y value in these units
                 continue
             base = latest.get(p.key)
             p.baseline = base is not None
+            if speedup_axis and base is None:
+                self.unplaced += 1
+                continue
             p.x = base.wall / p.wall if base is not None and p.wall > 0 else p.tokens_per_forward
             y = fidelity.percent(p.score) if self.quality else p.tokens_per_forward
             xs.append(p.x)
@@ -206,19 +213,17 @@ class TradeoffChart(QWidget):
 
     def _relabel(self) -> None:
         with_base = sum(1 for p in self.points if p.baseline)
-        without = len(self.points) - with_base
-        if not without:
-            xlabel = "speed-up vs vanilla (×)"
-        elif without and not with_base:
-            xlabel = "tokens per target forward"
-        else:
-            xlabel = "speed-up × (●) · tokens per forward (▲)"
+        xlabel = "speed-up vs vanilla (×)" if with_base else "tokens per target forward"
         ylabel = f"{fidelity.NAME} ({fidelity.UNIT})" if self.quality else "mean accepted length (tokens/forward)"
         self.plot.setLabel("bottom", xlabel)
         self.plot.setLabel("left", ylabel)
         self.plot.getAxis("left").setToolTip(fidelity.HELP if self.quality else
                                              "tokens fixed per target forward, the prefill's included")
-        self.key_label.setText("● vs vanilla · ▲ no vanilla yet" + (f" · {self.hidden} unscored" if self.hidden else ""))
+        key = "● speed-up vs vanilla" if with_base else "▲ tokens per forward (no vanilla run yet)"
+        if self.unplaced:
+            key += f" · {self.unplaced} without a vanilla run (Compare places them)"
+        self.key_label.setText(key + (f" · {self.hidden} unscored" if self.hidden else ""))
         self.key_label.setToolTip("● x = measured speed-up against the most recent vanilla run of the same prompt, "
-                                  "seed and sampling settings.\n▲ no such vanilla run yet: x = tokens per target "
-                                  "forward. Hover a point for its settings.")
+                                  "seed and sampling settings.\n▲ before any vanilla run: x = tokens per target "
+                                  "forward. Once one exists the axis is speed-up only, and runs without a vanilla "
+                                  "run of their own wait off the chart. Hover a point for its settings.")
