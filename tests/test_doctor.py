@@ -171,3 +171,39 @@ def test_main_command_names_missing_qt_libraries_instead_of_aborting(monkeypatch
     monkeypatch.setattr(doctor, "_missing_libraries", lambda path: [])
     assert doctor.qt_platform_problem() is None
     assert doctor.qt_platform_problem({"DISPLAY": ":99", "QT_QPA_PLATFORM": "offscreen"}) is None
+
+
+def test_an_unreachable_display_falls_back_to_the_command_line_in_plain_words(monkeypatch, capsys, tmp_path,
+                                                                                  tiny_folder):
+    """DISPLAY=:99 with no X server there: Qt would abort (rc 134) advising to reinstall xcb-cursor; instead
+    the studio command says the display cannot be reached and makes the sample image from the command line."""
+    import socket
+    import sys
+
+    from lantern_studio import doctor
+    from lantern_studio.cli import main
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("X display sockets are a Linux matter here")
+    monkeypatch.setenv("DISPLAY", ":987")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.setattr(doctor, "_missing_libraries", lambda path: [])
+    assert doctor.x_display_unreachable() == ":987"
+    import lantern_studio.gui.app as gui_app
+
+    monkeypatch.setattr(gui_app, "main", lambda **kw: pytest.fail("the GUI must not start"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["gui", "--model", str(tiny_folder)]) == 0
+    err = capsys.readouterr().err
+    assert "DISPLAY=:987 cannot be reached" in err and "xcb-cursor" not in err
+    assert (tmp_path / "lantern-sample.png").is_file()
+    # a display that answers is reachable: a listening socket on loopback stands in for an X server
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        if port < 6000:
+            pytest.skip("the free port is below X's range")
+        assert doctor.x_display_unreachable({"DISPLAY": f"127.0.0.1:{port - 6000}"}) is None
+    assert doctor.x_display_unreachable({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"}) is None

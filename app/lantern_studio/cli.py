@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from . import __version__
 from .devices import DeviceError, pick_device
-from .doctor import qt_platform_problem
+from .doctor import qt_platform_problem, x_display_unreachable
 from .engine.checkpoints import CheckpointError
 from .engine.files import atomic_write
 from .engine.precision import PrecisionError
@@ -131,10 +131,17 @@ def _free_name(stem: str) -> Path:
 
 
 def cmd_gui(args) -> int:
-    if not _display_available():
+    problem = qt_platform_problem() if _display_available() else None
+    if problem:  # Qt would abort the process with a message about plugins; say what to install instead
+        print(f"lantern-studio: {problem}", file=sys.stderr)
+        return 1
+    unreachable = x_display_unreachable() if _display_available() else None
+    if not _display_available() or unreachable:
         out = _free_name("lantern-sample")
+        why = (f"the display DISPLAY={unreachable} cannot be reached (no X server answers there)" if unreachable
+               else "no display found (DISPLAY / WAYLAND_DISPLAY are unset)")
         print(
-            "lantern-studio: no display found (DISPLAY / WAYLAND_DISPLAY are unset), so the studio window "
+            f"lantern-studio: {why}, so the studio window "
             "cannot open.\nUse the command line instead, e.g.\n"
             "  lantern-studio generate \"a red heart\" --out heart.png\n"
             "or run the window under a virtual display: xvfb-run lantern-studio\n"
@@ -144,10 +151,6 @@ def cmd_gui(args) -> int:
         sample = build_parser().parse_args(["generate", "a red heart", "--out", str(out)]
                                            + (["--model", args.model] if getattr(args, "model", None) else []))
         return cmd_generate(sample)
-    problem = qt_platform_problem()
-    if problem:  # Qt would abort the process with a message about plugins; say what to install instead
-        print(f"lantern-studio: {problem}", file=sys.stderr)
-        return 1
     from .gui.app import main as gui_main  # here, not at the top: only the studio needs Qt's widgets
 
     return gui_main(model=getattr(args, "model", None))

@@ -271,6 +271,44 @@ def probe_qt(child_probes: bool = True) -> dict:
 XCB_PACKAGES = "libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libegl1"
 
 
+def x_display_unreachable(env=None, timeout: float = 1.0) -> Optional[str]:
+    """The X display ``DISPLAY`` names, when it cannot be reached (no server listens there), else None.
+
+    Qt's X11 plugin aborts the process when its connection fails, with advice about plugins that does
+    not apply; a local display (":1", "unix:1") is its socket in /tmp/.X11-unix (or Linux's abstract
+    one), a remote one ("host:10") is TCP port 6000 + 10."""
+    env = os.environ if env is None else env
+    display = env.get("DISPLAY") or ""
+    if not display or not sys.platform.startswith("linux") or env.get("WAYLAND_DISPLAY"):
+        return None
+    platform = (env.get("QT_QPA_PLATFORM") or "").split(":")[0].strip().lower()
+    if platform not in ("", "xcb"):
+        return None
+    host, _, rest = display.rpartition(":")
+    try:
+        number = int(rest.split(".")[0])
+    except ValueError:
+        return display  # not a display name X understands either
+    import socket
+
+    try:
+        if host in ("", "unix") or host.startswith("/"):
+            path = host if host.startswith("/") else f"/tmp/.X11-unix/X{number}"
+            for address in (path, "\0" + f"/tmp/.X11-unix/X{number}"):
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(timeout)
+                    try:
+                        sock.connect(address)
+                        return None
+                    except OSError:
+                        continue
+            return display
+        with socket.create_connection((host, 6000 + number), timeout=timeout):
+            return None
+    except OSError:
+        return display
+
+
 def qt_platform_problem(env=None) -> Optional[str]:
     """Before the studio starts: one line saying why Qt's X11 plugin would abort, or None.
 
