@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from typing import Optional
@@ -67,6 +68,13 @@ def main(model: Optional[str] = None) -> int:
     _quit_on_signals(app)
     try:
         with loop:
-            return int(loop.run_forever() or 0)
+            code = int(loop.run_forever() or 0)
     finally:
         aio.shutdown()
+    from .main_window import busy_workers
+
+    if busy_workers():  # closed during a model load: preferences and history are saved; don't wait for the load
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -48,6 +48,12 @@ _groups = itertools.count(1)
 _orphans: list = []
 
 
+def busy_workers() -> bool:
+    """Whether a closed window left a worker thread inside a model load (gui/app.py then ends the
+    process at once instead of waiting for the load: everything the user made is already saved)."""
+    return any(not e.thread.isFinished() for e in _orphans)
+
+
 def _jsonable(record: dict) -> dict:
     return json.loads(json.dumps(record, default=str))
 
@@ -278,9 +284,12 @@ class MainWindow(QMainWindow):
         if self._closed:
             return
         self._closed = True
+        self.hide()  # gone from the screen at once; what follows is bookkeeping
         self.save_preferences()
         self.controls.match_line.shutdown()
-        if not self.engine.shutdown():
+        # a model load (or its warm-up) cannot be interrupted: wait a moment, not for the load to finish
+        loading = self.engine.loading is not None
+        if not self.engine.shutdown(timeout_ms=300 if loading else 30000):
             _orphans.append(self.engine)  # still inside a model load: never destroy a running QThread
         # deliver what the worker sent before it stopped (a job that finished just now still gets its history row)
         QCoreApplication.sendPostedEvents(self.engine, QEvent.Type.MetaCall)
