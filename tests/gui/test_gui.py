@@ -440,3 +440,16 @@ def test_the_chart_x_axis_has_one_unit(qtbot, tiny):
     assert w.chart.plot.getAxis("bottom").labelText == "speed-up vs vanilla (×)"
     assert len(w.chart.scatter.points()) == 2 and w.chart.unplaced == 1  # vanilla at 1× and the LANTERN run
     assert "1 without a vanilla run" in w.chart.key_label.text()
+
+
+def test_a_history_click_restores_that_runs_numbers_too(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    _j1, first = run_job(qtbot, w, "first one")
+    w.controls.set_settings(w.controls.settings().with_(drafter="none"))
+    _j2, second = run_job(qtbot, w, "second one")
+    assert w.stats.values["forwards"].text() == str(second.stats["target_forwards"] + 1)
+    entry = next(e for e in w.store.entries() if e.prompt == "first one")
+    w.restore_entry(entry)
+    assert w.stats.values["forwards"].text() == str(first.stats["target_forwards"] + 1)
+    assert w.stats.values["tokens"].text().startswith(str(first.stats["tokens"]))
+    assert "From the history" in w.stats.run_label.text()

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget,
 )
 
+from .. import fidelity
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
 from ..export import ExportError, save_png, slug
@@ -518,7 +519,7 @@ class MainWindow(QMainWindow):
             return
         frame = rec.frame(step, self.finished_image, self.replay.decisions)
         self.canvas.show_frame(frame)
-        self.stats.update_live(frame)
+        self.stats.update_live(frame, fidelity.of_record(self.finished_record or {}))
         self._canvas_finished = frame.final
         if frame.final:
             self.canvas.set_status(f"replay: done · %v / %m tokens · {frame.target_forwards + 1} target forwards")
@@ -551,6 +552,7 @@ class MainWindow(QMainWindow):
         self.shown_job_id = None
         self.canvas.show_image(image, e.decisions)
         self.finished_image, self.finished_record = image, e.record
+        self.stats.show_record(e.record, e.decisions, f"From the history · seed {e.settings.get('seed')}")
         self._canvas_finished = True
         recording = recording_of(e.record)
         ok = recording is not None and e.decisions is not None and e.decisions.size == recording.total \

@@ -126,11 +126,30 @@ class StatsPanel(QWidget):
         self._set()
         self._note(f"Running #{job.id} · seed {job.settings.seed}", job.label())
 
-    def update_live(self, f: Frame) -> None:
+    def update_live(self, f: Frame, score: Optional[float] = None) -> None:
+        """A frame's numbers (a live decode or a replayed step); ``score``: the finished image's fidelity,
+        shown once the frame is the final one (a replay that reached the end)."""
         fixed = f.decisions[f.decisions != 255]
         relaxed = float((fixed == 2).mean()) if fixed.size else None
         self._set(f.n_fixed, f.total, f.tokens_per_second, f.target_forwards + 1, f.mean_accepted_length, relaxed,
-                  f.elapsed)
+                  f.elapsed, score if f.final else None)
+
+    def show_record(self, record: dict, decisions, title: str) -> None:
+        """A history entry's numbers, as they were when it was made (clicking it restores them with it)."""
+        s = record.get("stats") if isinstance(record.get("stats"), dict) else {}
+
+        def num(key, kind):
+            v = s.get(key)
+            return v if isinstance(v, kind) and not isinstance(v, bool) else None
+
+        forwards = num("target_forwards", int)
+        size = decisions.size if decisions is not None else None
+        relaxed = float((decisions == 2).mean()) if decisions is not None and decisions.size else None
+        score = fidelity.of_record(record)
+        self._set(num("tokens", int), size or num("tokens", int), num("tokens_per_second", (int, float)),
+                  None if forwards is None else forwards + 1, num("mean_accepted_length", (int, float)), relaxed,
+                  num("wall_seconds", (int, float)), score)
+        self._note(title + (f" · {fidelity.NAME} {fidelity.format_value(score)}" if score is not None else ""), title)
 
     def show_result(self, r: JobResult) -> None:
         s = r.stats

@@ -112,7 +112,30 @@ beyond noise.
 
 
 #: the factorised class model (v3, session 6 on): filled from the run that made the shipped weights
-RECIPE_V3: list = []
+RECIPE_V3 = [
+    "# model v3, session 6 (2026-12-01/02, 2-core AMD EPYC with AVX512_BF16, no GPU; RUNS = ~/.cache/lantern-studio/runs)",
+    "lantern-studio train data   # format 3 (rows carry each emoji's first Emoji version): 15,318 images, 1,911 identities",
+    "cp resources/models/emoji-64/vq.safetensors RUNS/vq-v2.safetensors   # the v2 tokenizer, unchanged (sha256 5fc2934f…)",
+    "# short measured runs: every 'everyday' identity (1,349; 8,178 images), warm start from the v2 transformer, 150 steps,",
+    "# 1 thread each, side by side; B adds neighbour-aware targets (10 % of each target spread over its 8 nearest codes)",
+    "lantern-studio train ar --condition class --repertoire everyday --vq RUNS/vq-v2.safetensors --run RUNS/v3-short-A \\",
+    "    --layers 6 --dim 256 --heads 8 --steps 150 --warmup 30 --lr 1e-3 --dropout 0 --bf16 --threads 1 \\",
+    "    --warm-start snapshots/emoji-64-ar-v2-step2070-ema.safetensors --eval-every 50 --log-every 10",
+    "lantern-studio train ar … --run RUNS/v3-short-B --neighbour-weight 0.1 --neighbour-k 8   # otherwise as A",
+    "# the shipped run: the 'core' repertoire (676 identities, 4,026 images x 3 shifts), 2 threads, bf16 autocast;",
+    "# started with --steps 2500, stopped at step 418 and 523 and re-run with --steps 2000 then 2400 (the cosine",
+    "# schedule is read from --steps at every step; everything else the same command, which resumes its checkpoint)",
+    "lantern-studio train ar --condition class --repertoire core --vq RUNS/vq-v2.safetensors --run RUNS/v3-core \\",
+    "    --layers 6 --dim 256 --heads 8 --steps 2400 --lr 1e-3 --warmup 100 --dropout 0 --bf16 --threads 2 \\",
+    "    --warm-start snapshots/emoji-64-ar-v2-step2070-ema.safetensors --eval-every 250 --log-every 25 \\",
+    "    --checkpoint-seconds 120",
+    "# sampling defaults and style chosen on validation prompts (the repertoire's own emoji names, never the",
+    "# evaluation set), one candidate folder per setting (this folder with model.json's defaults swapped):",
+    "lantern-studio bench --model CANDIDATE --prompts train-captions --n 48 --methods vanilla-bf16 --threads 2",
+    "lantern-studio train ship --gpt RUNS/v3-core/gpt.safetensors --vq PARTS/vq/vq.safetensors --eagle none \\",
+    "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json --grid",
+    "#   (PARTS: the v2 folder's vq.safetensors and recogniser.safetensors, unchanged, with their figures as metrics.json)",
+]
 
 DRAWS_WELL_V3 = ""
 
