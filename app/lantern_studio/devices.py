@@ -9,7 +9,6 @@ and a device before loading it, not for guarantees.
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import torch
@@ -102,18 +101,3 @@ def memory_breakdown(entry, dtype=torch.bfloat16, draft_length: int = 8, cfg: bo
 def estimate_memory(entry, dtype=torch.bfloat16, **kw) -> int:
     """Bytes needed, roughly: weights + KV cache + activations (+ VQ decoder, + FLAN-T5 for t2i)."""
     return sum(memory_breakdown(entry, dtype, **kw).values())
-
-
-def available_memory(device: str) -> Optional[int]:
-    """Free bytes on ``device`` now (CUDA: free device memory; CPU: available RAM), or None."""
-    dev = str(device)
-    try:
-        if dev.startswith("cuda") and torch.cuda.is_available():
-            free, _total = torch.cuda.mem_get_info(torch.device(dev))
-            return int(free)
-        if dev == "cpu":
-            if hasattr(os, "sysconf") and "SC_AVPHYS_PAGES" in os.sysconf_names:
-                return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except Exception:
-        return None
-    return None

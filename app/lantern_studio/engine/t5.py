@@ -127,11 +127,6 @@ class FlanT5Encoder:
                 self._model = model.eval().to(self.device)
         return self
 
-    def unload(self) -> None:
-        with self._lock:
-            self._model = None
-            self._tok = None
-
     # ---------------------------------------------------------------- encoding
     def _prep(self, text: str) -> str:
         return clean_caption(text) if self.clean else text.lower().strip()

@@ -294,11 +294,6 @@ class Recogniser:
         """→ penultimate features, (B, feature_dim) float32 (for Fréchet distances)."""
         return self._run(images, batch_size)[1].numpy()
 
-    def predict_and_features(self, images, batch_size: int = 128,
-                             level: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-        p, f = self._run(images, batch_size)
-        return self._at(p, level).numpy(), f.numpy()
-
     def top_k(self, images, k: int = 5, level: str | None = None) -> list[list[tuple[str, float]]]:
         """Per image, the ``k`` most likely classes (at ``level``) with their probabilities."""
         probs = self.predict(images, level=level)
