@@ -98,3 +98,15 @@ def test_vectors_that_do_not_fit_the_identities_are_refused():
         IdentityConditioner(enc, CLASSES, STYLES, TONES, torch.zeros(2, 16))
     with pytest.raises(ValueError, match="default style"):
         IdentityConditioner(enc, CLASSES, STYLES, TONES, torch.zeros(3, 16), default_style="crayon")
+
+
+def test_a_prompt_whose_best_match_is_outside_is_drawn_as_the_inside_emoji_nearest_that_one():
+    enc = HashEncoder(512)
+    classes = [{"identity": "A", "name": "dog face", "tags": []}, {"identity": "B", "name": "happy cat", "tags": []}]
+    outside = [{"identity": "C", "name": "dog", "tags": []}]
+    vec = enc.pooled([r["name"] for r in classes])
+    out = enc.pooled([r["name"] for r in outside])
+    c = IdentityConditioner(enc, classes, STYLES, TONES, vec, vec, "google", outside, out, out)
+    # "a happy dog" is as near "happy cat" as "dog face" by words, but what it means is the dog it does not know
+    m = c.match("happy dog")
+    assert m.outside == "dog" and m.name == "dog face"

@@ -49,12 +49,16 @@ def test_odd_prompts_have_a_defined_outcome(pipe):
         pipe.generate("   ", pipe.defaults)
     with pytest.raises(PromptError, match="1000 characters"):
         pipe.generate("x" * 1001, pipe.defaults)
-    # out of vocabulary: matched to the nearest training caption, which the note names
+    # out of vocabulary: snapped to the nearest identity the model draws, which the note names
     cond = pipe.conditioner("zxqv blorptastic")
-    assert cond.note.startswith("nearest caption: ")
-    # long but allowed: the caption prefix is truncated to the model's length
-    long = pipe.conditioner("a red heart " * 80)
-    assert long.cond.shape[1] == pipe.gpt.cls_token_num
+    assert " — matched from 'zxqv blorptastic', " in cond.note and cond.cond.shape == (1, 3)
+    # long but allowed: still one class
+    assert pipe.conditioner("a red heart " * 80).cond.shape == (1, 3)
+    # what people type: the identity, the default style, a skin tone named in words
+    heart = pipe.conditioner("a red heart").match
+    assert heart.name == "red heart" and heart.style == pipe.conditioner.default_style
+    thumbs = pipe.conditioner("thumbs up, dark skin").match
+    assert thumbs.name == "thumbs up" and thumbs.tone == "dark skin tone"
 
 
 def test_loading_the_text_encoder_prints_no_third_party_progress_bars(capfd):
