@@ -453,3 +453,22 @@ def test_a_history_click_restores_that_runs_numbers_too(qtbot, tiny):
     assert w.stats.values["forwards"].text() == str(first.stats["target_forwards"] + 1)
     assert w.stats.values["tokens"].text().startswith(str(first.stats["tokens"]))
     assert "From the history" in w.stats.run_label.text()
+
+
+@pytest.mark.parametrize("size", [(900, 600), (1100, 750), (1400, 900)])
+def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
+    """The window stays the size asked for (nothing widens it: not a long queue message, not the model's
+    facts), the columns never overlap (the side columns scroll), the scrubber has a track, the history
+    strip shows whole thumbnails."""
+    from lantern_studio.gui.main_window import HISTORY_MIN_HEIGHT
+
+    w = open_window(qtbot, tiny)
+    w.resize(*size)
+    w.engine.loading = "warming up the decoder… " * 4  # the longest line the queue title shows
+    w.queue_view.update_from(w.engine)
+    qtbot.wait(50)
+    assert (w.width(), w.height()) == size
+    left, middle, right = (w.top_split.widget(i).geometry() for i in range(3))
+    assert left.right() < middle.left() and middle.right() < right.left()
+    assert w.replay.slider.width() >= 150 and w.gallery.height() >= HISTORY_MIN_HEIGHT
+    w.engine.loading = None

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPlainTextEdit,
-    QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+    QPushButton, QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget,
 )
 
 from ..engine.settings import GenerationSettings
@@ -180,6 +180,8 @@ class ControlsPanel(QWidget):
         h.addWidget(self.model)
         self.model_facts = QLabel("loading…")
         self.model_facts.setObjectName("muted")
+        # a long line of facts must not set the window's minimum width: it is cut at the edge (tooltip: all of it)
+        self.model_facts.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         h.addWidget(self.model_facts, 1)
         return bar
 
@@ -443,6 +445,7 @@ class ControlsPanel(QWidget):
             + ("" if "eagle" in info.drafters else " · no EAGLE head")
             + (" · quality score" if info.has_score else "")
         )
+        self.model_facts.setToolTip(self.model_facts.text())
         self._update_enabled()
 
     def set_model_failed(self, message: str) -> None:

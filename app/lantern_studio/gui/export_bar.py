@@ -25,13 +25,13 @@ class ExportBar(QWidget):
         lay.addWidget(QLabel("Export"))
         self.factor = QComboBox()
         for f in UPSCALE_FACTORS:
-            self.factor.addItem(f"×{f}" if f > 1 else "×1 (original)", f)
-        self.factor.setToolTip("Upscale the exported / copied image by an integer factor")
+            self.factor.addItem(f"×{f}", f)  # ×1: the original size
+        self.factor.setToolTip("Upscale the exported / copied image by an integer factor (×1: the original size)")
         lay.addWidget(self.factor)
         self.method = QComboBox()
-        self.method.addItem("nearest (crisp pixels)", "nearest")
-        self.method.addItem("Lanczos (smooth)", "lanczos")
-        self.method.setToolTip("Upscaling filter")
+        self.method.addItem("crisp", "nearest")
+        self.method.addItem("smooth", "lanczos")
+        self.method.setToolTip("Upscaling filter: crisp pixels (nearest neighbour) or smooth (Lanczos)")
         lay.addWidget(self.method)
         lay.addStretch(1)
         self.save_button = QPushButton("Save PNG…")

@@ -45,6 +45,7 @@ from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
 
 MAX_RECENT_MODELS = 8
+HISTORY_MIN_HEIGHT = 104  # the history strip's search row and one row of whole thumbnails
 _groups = itertools.count(1)
 _orphans: list = []
 
@@ -110,10 +111,11 @@ class MainWindow(QMainWindow):
         self.controls = ControlsPanel()
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # narrow windows scroll, never clip
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(self.controls)
-        scroll.setMinimumWidth(self.controls.minimumSizeHint().width() + scroll.verticalScrollBar().sizeHint().width() + 2)
+        scroll.setMinimumWidth(min(280, self.controls.minimumSizeHint().width()
+                                   + scroll.verticalScrollBar().sizeHint().width() + 2))
         self.controls_scroll = scroll
         bar = self.addToolBar("Model")
         bar.setObjectName("modelBar")
@@ -133,15 +135,22 @@ class MainWindow(QMainWindow):
         self.queue_view = QueueView()
         ml.addWidget(self.queue_view)
 
-        right = QWidget()
-        rl = QVBoxLayout(right)
+        right_panel = QWidget()
+        rl = QVBoxLayout(right_panel)
         rl.setContentsMargins(4, 0, 0, 0)
         rl.setSpacing(8)
         self.stats = StatsPanel()
         rl.addWidget(self.stats)
         self.chart = TradeoffChart()
         rl.addWidget(self.chart, 1)
-        right.setMinimumWidth(340)
+        # the right column scrolls too, so a small window shrinks it instead of overlapping the canvas
+        right = QScrollArea()
+        right.setWidgetResizable(True)
+        right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        right.setFrameShape(QScrollArea.Shape.NoFrame)
+        right.setWidget(right_panel)
+        right.setMinimumWidth(210)
+        self.right_scroll = right
 
         self.top_split = QSplitter(Qt.Orientation.Horizontal)
         self.top_split.addWidget(scroll)
@@ -150,7 +159,10 @@ class MainWindow(QMainWindow):
         self.top_split.setStretchFactor(0, 0)
         self.top_split.setStretchFactor(1, 1)
         self.top_split.setStretchFactor(2, 0)
-        self.top_split.setSizes([350, 620, 400])
+        # the side columns start as wide as their contents want (a small window scrolls them instead)
+        left_w = self.controls.minimumSizeHint().width() + scroll.verticalScrollBar().sizeHint().width() + 4
+        right_w = max(360, right_panel.minimumSizeHint().width() + 16)
+        self.top_split.setSizes([left_w, max(400, 1400 - left_w - right_w), right_w])
         self.top_split.setChildrenCollapsible(False)
 
         self.gallery = HistoryGallery(self.store)
@@ -160,8 +172,9 @@ class MainWindow(QMainWindow):
         self.main_split.addWidget(self.gallery)
         self.main_split.setStretchFactor(0, 1)
         self.main_split.setStretchFactor(1, 0)
-        self.main_split.setSizes([710, 150])
+        self.main_split.setSizes([740, HISTORY_MIN_HEIGHT + 16])
         self.main_split.setChildrenCollapsible(False)
+        self.gallery.setMinimumHeight(HISTORY_MIN_HEIGHT)  # whole thumbnails at every window size
         outer.addWidget(self.main_split, 1)
         self.setCentralWidget(central)
 

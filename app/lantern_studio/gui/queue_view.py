@@ -4,7 +4,8 @@ place, with Cancel (Esc) and Cancel all."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSizePolicy, QVBoxLayout,
+                               QWidget)
 
 from .job_queue import JobQueue
 
@@ -26,6 +27,8 @@ class QueueView(QWidget):
         top = QHBoxLayout()
         self.title = QLabel("Queue: idle")
         self.title.setObjectName("sectionTitle")
+        # "Queue: 1 waiting for the model (warming up the decoder…)" must not widen the window: cut at the edge
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         top.addWidget(self.title, 1)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop the running job between two decoding steps (Esc)")

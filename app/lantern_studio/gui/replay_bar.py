@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
 from .replay import Recording
 
@@ -31,17 +31,23 @@ class ReplayBar(QWidget):
         self.recording: Optional[Recording] = None
         self.decisions: Optional[np.ndarray] = None
         self.clock = time.perf_counter  # injectable (tests drive time by hand)
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
+        # two rows: the scrubber alone across the full width (a track to drag at any window size), then the
+        # button, the speed and the step text (which wraps rather than pushing the track to its handle)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(2)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setToolTip("Scrub through the decoding steps")
+        self.slider.setMinimumWidth(160)
+        self.slider.valueChanged.connect(self._scrubbed)
+        outer.addWidget(self.slider)
+        lay = QHBoxLayout()
         lay.setSpacing(6)
+        outer.addLayout(lay)
         self.play_button = QPushButton("▶ Replay")
         self.play_button.setToolTip("Replay the decode step by step, with the decision overlay and running numbers")
         self.play_button.clicked.connect(self.toggle)
         lay.addWidget(self.play_button)
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.setToolTip("Scrub through the decoding steps")
-        self.slider.valueChanged.connect(self._scrubbed)
-        lay.addWidget(self.slider, 1)
         self.speed = QComboBox()
         for label, factor in SPEEDS:
             self.speed.addItem(label, factor)
@@ -49,8 +55,8 @@ class ReplayBar(QWidget):
         lay.addWidget(self.speed)
         self.label = QLabel("")
         self.label.setObjectName("muted")
-        self.label.setMinimumWidth(230)
-        lay.addWidget(self.label)
+        self.label.setWordWrap(True)
+        lay.addWidget(self.label, 1)
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self._tick)
