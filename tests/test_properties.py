@@ -159,3 +159,43 @@ def test_long_profile_manifests(tiny, tmp_path_factory, changes):
                                                                   max_size=6)))
 def test_long_profile_cli(tiny, tmp_path_factory, argv):
     test_cli_never_prints_a_traceback.hypothesis.inner_test(tiny, tmp_path_factory, argv)
+
+
+CLASS_KEYS = ("kind", "factorised", "identities", "styles", "tones", "default_style", "encoder", "dim", "snap", "names")
+
+
+@pytest.fixture(scope="module")
+def v3_folder(tmp_path_factory):
+    from support.tiny import tiny_v3_folder
+
+    return tiny_v3_folder(tmp_path_factory.mktemp("v3") / "m")
+
+
+def _class_manifest_case(v3_folder, tmp_path_factory, changes):
+    folder = tmp_path_factory.mktemp("cls") / "m"
+    shutil.copytree(v3_folder, folder)
+    man = json.loads((folder / "model.json").read_text())
+    man["conditioning"].update(changes)
+    (folder / "model.json").write_text(json.dumps(man))
+    try:
+        pipe = load_pipeline(str(folder))
+        pipe.conditioner("a blue star")
+        event("loaded")
+    except CheckpointError as e:
+        assert str(folder) in str(e) and "\n" not in str(e), str(e)
+        event("refused by name")
+
+
+@settings(max_examples=500, **FAST)
+@given(changes=st.dictionaries(st.sampled_from(CLASS_KEYS), json_values, min_size=1, max_size=3))
+def test_any_class_folder_conditioning_loads_or_is_refused_by_name(v3_folder, tmp_path_factory, changes):
+    """A factorised class model's conditioning fields with random JSON: it loads and conditions, or one
+    CheckpointError names the folder — never an IndexError inside the engine or torch."""
+    _class_manifest_case(v3_folder, tmp_path_factory, changes)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, **FAST)
+@given(changes=st.dictionaries(st.sampled_from(CLASS_KEYS), json_values, min_size=1, max_size=3))
+def test_long_profile_class_folders(v3_folder, tmp_path_factory, changes):
+    _class_manifest_case(v3_folder, tmp_path_factory, changes)

@@ -99,6 +99,11 @@ def read_manifest(folder) -> dict:
                 raise _bad(folder, f'"conditioning.{key}" must be a list of names')
         if not cond["styles"]:
             raise _bad(folder, '"conditioning.styles" must name at least one style')
+        if cond["encoder"] not in ("minilm", "hash"):
+            raise _bad(folder, f'"conditioning.encoder" must be "minilm" or "hash", got {cond["encoder"]!r}')
+        dim = cond.get("dim", 384)
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65536:
+            raise _bad(folder, f'"conditioning.dim" must be an integer in [1, 65536], got {dim!r}')
         if cond.get("default_style") is not None and cond["default_style"] not in cond["styles"]:
             raise _bad(folder, f'"conditioning.default_style" {cond["default_style"]!r} is not one of its styles')
         snap = cond.get("snap")
