@@ -195,6 +195,8 @@ def ship(args) -> dict:
         extra_files = ["captions.json", "caption_vectors.safetensors", "heldout_prompts.json"]
         conditioning = {"kind": "caption", "length": gpt.cls_token_num, "snap": snap, **encoder_spec(args.encoder)}
         defaults = DEFAULTS
+    if eagle is None:
+        (out / "eagle.safetensors").unlink(missing_ok=True)  # an earlier ship's drafter, for another GPT
     if (out / "common_prompts.json").is_file():  # the plain-language evaluation set (written by hand, kept)
         extra_files.append("common_prompts.json")
     if args.recogniser and Path(args.recogniser).exists():
