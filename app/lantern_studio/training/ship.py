@@ -61,7 +61,10 @@ DEFAULTS = GenerationSettings(temperature=0.9, top_k=100, top_p=1.0, cfg_scale=4
 # The factorised class model (v3): a memorising model stays on its memorised path with a low temperature, a
 # small top-k and mild guidance (FEASIBILITY's prototype: judge top-5 9 % at T 0.9 / top-k 100 / CFG 3, 47 % at
 # T 0.3 / top-k 5 / CFG 1.5 on the same weights); the values here are re-chosen on validation prompts (the card says how)
-CLASS_DEFAULTS = GenerationSettings(temperature=0.3, top_k=5, top_p=1.0, cfg_scale=1.5, drafter="jacobi",
+# Session 6 validation (48 names of the repertoire's emoji, vanilla, judge identity top-5 / top-1): T 0.5 / top-k 10 /
+# CFG 2 25.0 % / 10.4 %; T 0.3 / 5 / 3 10.4 %; T 0.7 / 20 / 1.5 8.3 %; T 1 / off / 1 8.3 %; T 0.1 / 3 / 1.5 12.5 %;
+# T 0.3 / 5 / 1.5 6.2 % (48 images each: ±6 points of noise)
+CLASS_DEFAULTS = GenerationSettings(temperature=0.5, top_k=10, top_p=1.0, cfg_scale=2.0, drafter="jacobi",
                                     draft_length=24, k=64, delta=0.2)
 
 
