@@ -275,3 +275,16 @@ def test_a_factorised_folder_whose_lists_do_not_fit_its_tables_is_refused(tmp_pa
     (folder / "model.json").write_text(json.dumps(man))
     with pytest.raises(CheckpointError, match="identities.json"):
         load_pipeline(str(folder))
+
+
+def test_snap_vectors_of_another_width_than_the_encoder_makes_are_refused(tmp_path):
+    """Found by the 10,000-case class-folder run: "dim": 1 with the hash encoder failed inside torch."""
+    from support.tiny import tiny_v3_folder
+
+    folder = tiny_v3_folder(tmp_path / "v3")
+    man = json.loads((folder / "model.json").read_text())
+    man["conditioning"]["dim"] = 1
+    (folder / "model.json").write_text(json.dumps(man))
+    with pytest.raises(CheckpointError, match=r"model\.json.*snap vectors are \[64\]-wide but the hash encoder makes "
+                                              r"1-wide"):
+        load_pipeline(str(folder))

@@ -184,8 +184,13 @@ def identity_conditioner(spec: dict, folder: Path) -> IdentityConditioner:
     vocab = read_vocabulary(folder_file(folder, spec["identities"], "conditioning.identities"),
                             spec["styles"], spec["tones"])
     t = load_file(str(folder_file(folder, spec["snap"]["vectors"], "conditioning.snap.vectors")))
+    encoder = _encoder(spec)
+    width = {v.shape[-1] for v in t.values() if v.ndim == 2}
+    if width != {encoder.dim}:
+        raise _bad(folder, f"the snap vectors are {sorted(width)}-wide but the {spec.get('encoder')} encoder makes "
+                           f"{encoder.dim}-wide ones (\"conditioning.dim\")")
     try:
-        return IdentityConditioner(_encoder(spec), vocab.identities, vocab.styles, vocab.tones, t.get("vectors"),
+        return IdentityConditioner(encoder, vocab.identities, vocab.styles, vocab.tones, t.get("vectors"),
                                    t.get("tag_vectors"), spec.get("default_style"), vocab.outside,
                                    t.get("outside_vectors"), t.get("outside_tag_vectors"))
     except ValueError as e:
