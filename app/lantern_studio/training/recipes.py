@@ -146,6 +146,13 @@ RECIPE_V3 = [
     "# --run folder, --init-from resources/models/emoji-64/gpt.safetensors --start-step 2100 and a larger --steps;",
     "# to widen the repertoire: --repertoire everyday --grow-from resources/models/emoji-64/gpt.safetensors (its",
     "# identities.json and model.json beside it name the classes, which keep their rows)",
+    "# session-end snapshot of the unfinished continuation: the same run resumed from its own checkpoint with",
+    "# --steps 4000 --threads 1 (everything else as above) and stopped by SIGTERM at step 2276; its export",
+    "lantern-studio train ar --condition class --repertoire core --vq RUNS/vq-v2.safetensors --run RUNS/v3-core \\",
+    "    --layers 6 --dim 256 --heads 8 --steps 4000 --dropout 0 --export",
+    "#   -> snapshots/emoji-64-ar-v3-core-step2276.safetensors (sha256 3a52fd32c4392cd4b722ed117592e1973bde74d412422ee96cc2e347a9215a61)",
+    "# to continue on a new machine: that command with a new --run folder, --lr 1e-3 --warmup 100 --bf16 --threads 2",
+    "#   --init-from snapshots/emoji-64-ar-v3-core-step2276.safetensors --start-step 2276",
 ]
 
 DRAWS_WELL_V3 = """## What it draws well (and what not yet)
