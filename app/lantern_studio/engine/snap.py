@@ -126,33 +126,37 @@ class IdentityConditioner:
 
     def nearest(self, prompt: str, n: int = 4) -> list:
         """[(class row, name, similarity)] best first."""
-        text = check_prompt(prompt)
+        return self._nearest(check_prompt(prompt), n)[0]
+
+    def _nearest(self, text: str, n: int) -> tuple:
+        """(:meth:`nearest` of checked text, its sentence vector or None for ``#N``): the vector is made once
+        and reused for the outside check."""
         direct = re.fullmatch(r"#(\d+)", text)
         if direct:
             i = int(direct.group(1))
             if not 0 <= i < len(self.identities):
                 raise PromptError(f"prompt: class number must be in [0, {len(self.identities) - 1}], got {i}")
-            return [(i, self.names[i], 1.0)]
-        return self._ranked(self.encoder.pooled([text])[0].float(), n)
+            return [(i, self.names[i], 1.0)], None
+        v = self.encoder.pooled([text])[0].float()
+        return self._ranked(v, n), v
 
     def _ranked(self, v: torch.Tensor, n: int) -> list:
         sims = self._similarities(v, self.vectors, self.tag_vectors)
         top = torch.topk(sims, min(n, len(self.identities)))
         return [(int(i), self.names[int(i)], float(s)) for s, i in zip(top.values, top.indices)]
 
-    def _outside_better(self, prompt: str, sim: float) -> Optional[int]:
-        """The identity outside the repertoire that matches the prompt better than any inside, or None."""
+    def _outside_better(self, v: torch.Tensor, sim: float) -> Optional[int]:
+        """The identity outside the repertoire that matches the prompt (vector ``v``) better than any inside."""
         if self.outside_vectors is None or not self.outside:
             return None
-        v = self.encoder.pooled([prompt])[0].float()
         sims = self._similarities(v, self.outside_vectors, self.outside_tag_vectors)
         j = int(sims.argmax())
         return j if float(sims[j]) > sim else None
 
-    def _nearest_to_outside(self, prompt: str, j: int, n: int) -> list:
-        """Inside identities for a prompt whose best match is outside identity ``j``: ranked by the prompt
-        and that identity's name together ("a happy dog" → *dog*, outside → *dog face*, not *grinning cat*)."""
-        v = self.encoder.pooled([prompt])[0].float() + self.outside_vectors[j]
+    def _nearest_to_outside(self, v: torch.Tensor, j: int, n: int) -> list:
+        """Inside identities for a prompt (vector ``v``) whose best match is outside identity ``j``: ranked by the
+        prompt and that identity's name together ("a happy dog" → *dog*, outside → *dog face*, not *grinning cat*)."""
+        v = v + self.outside_vectors[j]
         return self._ranked(v / v.norm().clamp(min=1e-8), n)
 
     def style_for(self, identity: int, style: str, seed: int) -> str:
@@ -175,10 +179,10 @@ class IdentityConditioner:
     def match(self, prompt: str, style: str = DEFAULT_STYLE, seed: int = 0, alternatives: int = 3) -> Match:
         text = check_prompt(prompt)
         t, what = find_tone(text)  # the tone words name a tone, not a thing to draw
-        near = self.nearest(what, alternatives + 1)
-        outside = None if what.startswith("#") else self._outside_better(what, near[0][2])
+        near, v = self._nearest(what, alternatives + 1)
+        outside = None if v is None else self._outside_better(v, near[0][2])
         if outside is not None:
-            near = self._nearest_to_outside(what, outside, alternatives + 1)
+            near = self._nearest_to_outside(v, outside, alternatives + 1)
             outside = self.outside[outside]["name"]
         i, name, sim = near[0]
         tone, tone_note = None, ""
