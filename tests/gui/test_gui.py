@@ -455,11 +455,47 @@ def test_a_history_click_restores_that_runs_numbers_too(qtbot, tiny):
     assert "From the history" in w.stats.run_label.text()
 
 
-@pytest.mark.parametrize("size", [(900, 600), (1100, 750), (1400, 900)])
+def clipped_texts(window):
+    """Visible buttons and one-line labels whose text needs more room than the widget has (drawn cut; an
+    ElidedLabel draws "…" instead, by design)."""
+    from PySide6.QtWidgets import QAbstractButton, QLabel
+
+    from lantern_studio.gui.elided_label import ElidedLabel
+
+    cut = []
+    for b in window.findChildren(QAbstractButton):
+        if b.isVisibleTo(window) and b.text() and b.width() < b.sizeHint().width():
+            cut.append(f"button {b.text()!r}: {b.width()} < {b.sizeHint().width()}")
+    for lab in window.findChildren(QLabel):
+        if (lab.isVisibleTo(window) and lab.text() and not lab.wordWrap() and lab.pixmap().isNull()
+                and not isinstance(lab, ElidedLabel)
+                and "<" not in lab.text()):
+            need = max(lab.fontMetrics().horizontalAdvance(line) for line in lab.text().splitlines() or [""])
+            if need > lab.contentsRect().width():
+                cut.append(f"label {lab.text()[:40]!r}: {lab.contentsRect().width()} < {need}")
+    return cut
+
+
+def overlapping_siblings(window):
+    """Pairs of visible widgets laid out side by side in one layout whose rectangles intersect."""
+    from PySide6.QtWidgets import QLayout
+
+    found = []
+    for lay in window.findChildren(QLayout):
+        items = [lay.itemAt(i).widget() for i in range(lay.count())]
+        shown = [w for w in items if w is not None and w.isVisibleTo(window) and w.width() > 0 and w.height() > 0]
+        for i, a in enumerate(shown):
+            for b in shown[i + 1:]:
+                if a.geometry().intersects(b.geometry()):
+                    found.append(f"{type(a).__name__}({a.objectName()}) x {type(b).__name__}({b.objectName()})")
+    return found
+
+
+@pytest.mark.parametrize("size", [(900, 600), (1100, 750), (1400, 900), (1920, 1080)])
 def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     """The window stays the size asked for (nothing widens it: not a long queue message, not the model's
-    facts), the columns never overlap (the side columns scroll), the scrubber has a track, the history
-    strip shows whole thumbnails."""
+    facts), no text is cut, no two widgets of one layout overlap, the scrubber has a track, the history strip
+    shows whole thumbnails, and what comes and goes (a banner, a Compare result, a replay) moves nothing."""
     from lantern_studio.gui.main_window import HISTORY_MIN_HEIGHT
 
     w = open_window(qtbot, tiny)
@@ -472,3 +508,73 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     assert left.right() < middle.left() and middle.right() < right.left()
     assert w.replay.slider.width() >= 150 and w.gallery.height() >= HISTORY_MIN_HEIGHT
     w.engine.loading = None
+    w.queue_view.update_from(w.engine)
+    qtbot.wait(20)
+    assert clipped_texts(w) == []
+    assert overlapping_siblings(w) == []
+    canvas, gallery = w.canvas.size(), w.gallery.size()
+    w.show_error("model: a long message that wraps over more than one line at the smaller sizes " * 3)
+    qtbot.wait(20)
+    assert w.banner.isVisible() and (w.canvas.size(), w.gallery.size()) == (canvas, gallery)
+    w.banner.dismiss()
+    w.controls.set_prompt("compare me")
+    w.controls.set_settings(w.controls.settings().with_(drafter="jacobi"))
+    assert w.compare() is not None, w.banner.text()
+    qtbot.waitUntil(lambda: not w._compare and not w.engine.busy, timeout=WAIT)
+    qtbot.wait(20)
+    assert (w.canvas.size(), w.gallery.size(), (w.width(), w.height())) == (canvas, gallery, size)
+    w.replay.play()
+    qtbot.wait(60)
+    assert (w.canvas.size(), w.gallery.size()) == (canvas, gallery)
+    w.replay.stop()
+    assert clipped_texts(w) == []
+
+
+def _mean_opaque_lightness(icon) -> float:
+    img = icon.pixmap(16, 16).toImage()
+    values = [img.pixelColor(x, y) for x in range(img.width()) for y in range(img.height())]
+    opaque = [c.lightness() for c in values if c.alpha() > 128]
+    assert opaque, "the icon draws nothing"
+    return sum(opaque) / len(opaque)
+
+
+def test_polish_glyphs_focus_rings_icons_and_tooltips(qtbot, tiny):
+    """Point 10 of the studio issue: Play/Pause draw with what any font has (the Pause glyph was a missing-glyph
+    box), keyboard focus shows on Random, Copy and the sliders, the banner's and dialogs' Close read on the dark
+    theme, the model's facts line explains itself."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    w = open_window(qtbot, tiny)
+    run_job(qtbot, w)
+    bar = w.replay
+    for state in ("stopped", "playing"):
+        if state == "playing":
+            bar.play()
+        b = bar.play_button
+        assert all(QFontMetrics(b.font()).inFontUcs4(ord(ch)) for ch in b.text()), (state, b.text())
+        assert not b.icon().isNull() and _mean_opaque_lightness(b.icon()) > 160, state
+    bar.stop()
+    assert _mean_opaque_lightness(w.banner.close_button.icon()) > 160
+    # a focus ring: the widget looks different with keyboard focus than without
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=WAIT)
+    c = w.controls
+    for widget in (c.dice, c.copy_seed, c.k.slider, c.delta.slider):
+        c.generate_button.setFocus(Qt.FocusReason.TabFocusReason)
+        qtbot.wait(10)
+        before = widget.grab().toImage()
+        widget.setFocus(Qt.FocusReason.TabFocusReason)
+        qtbot.waitUntil(widget.hasFocus, timeout=WAIT)
+        qtbot.wait(10)
+        assert widget.grab().toImage() != before, f"{type(widget).__name__} shows no focus"
+    # dialog Close buttons carry no dark standard icon
+    d = w.show_models_dialog()
+    close = d.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Close)
+    qtbot.wait(10)
+    assert close.icon().isNull() or close.iconSize().isEmpty() or not close.style().styleHint(
+        close.style().StyleHint.SH_DialogButtonBox_ButtonsHaveIcons, None, close)
+    d.close()
+    # the facts line: its tooltip holds all of it and says what each part means
+    tip = c.model_facts.toolTip()
+    assert tip.startswith(c.model_facts.text()) and "tokens:" in tip and len(tip) > len(c.model_facts.text()) + 40

@@ -8,7 +8,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from lantern_studio.models import catalogue, hub  # noqa: E402
-from support.hub import go_offline  # noqa: E402
+from support.hub import free_port, go_offline  # noqa: E402
 from support.studio import WAIT, open_window  # noqa: E402
 
 
@@ -96,6 +96,36 @@ def test_offline_and_unreachable_hub_say_one_clear_line(qtbot, hub_server, tiny_
     qtbot.waitUntil(task.done, timeout=WAIT)
     assert task.result() is None and d.last_error and "\n" not in d.last_error
     assert w.model_info is None or w.model_info.spec != c2i.name
+
+
+def test_the_dialog_says_offline_or_unreachable_as_it_opens(qtbot, hub_server, tiny_catalogue, monkeypatch):
+    """Before anyone presses Download: nothing said while the hub answers; an unreachable hub and offline mode
+    each get one line the moment the dialog is shown, and offline mode offers only what the cache can load."""
+    from huggingface_hub import constants
+
+    c2i, _ = tiny_catalogue
+    w = open_window(qtbot, None)
+    d = w.show_models_dialog()
+    qtbot.waitUntil(lambda: d.hub_check is not None and d.hub_check.done(), timeout=WAIT)
+    assert d.hub_problem is None and d.status.text() == "" and d.task is None
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")  # nobody listens there
+    d.hide()
+    d = w.show_models_dialog()
+    qtbot.waitUntil(lambda: d.hub_check.done(), timeout=WAIT)
+    assert d.task is None  # nothing was downloaded or even asked for
+    assert "could not reach the model hub" in d.status.text() and "cache" in d.status.text()
+    assert "\n" not in d.status.text()
+    d.select(c2i.name)
+    assert d.download_button.isEnabled()  # the network may come back: Download stays on offer
+    go_offline(monkeypatch)
+    d.hide()
+    d = w.show_models_dialog()
+    qtbot.waitUntil(lambda: d.hub_check.done(), timeout=WAIT)
+    assert "HF_HUB_OFFLINE" in d.status.text() and d.task is None
+    d.select(c2i.name)
+    assert not d.download_button.isEnabled()  # not in the cache and offline: nothing to load
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
 
 
 def test_class_picker_names_each_class_once_and_ids_for_shared_names():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -71,10 +72,11 @@ def main(model: Optional[str] = None) -> int:
             code = int(loop.run_forever() or 0)
     finally:
         aio.shutdown()
-    from .main_window import busy_workers
-
-    if busy_workers():  # closed during a model load: preferences and history are saved; don't wait for the load
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    # Preferences and history are saved and closed (window.shutdown). End the process here rather than let the
+    # interpreter wind down: a model load still running cannot be joined, and finalising torch's object graph
+    # took 1–2 s after every close (measured: SIGTERM 7.5 s after start, 1.6 s to exit, all of it in the
+    # garbage collector).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,14 +1,23 @@
-"""A non-blocking message strip at the top of the window (errors, warnings,
-notes), with optional action buttons and a dismiss button."""
+"""A non-blocking message strip (errors, warnings, notes) with optional action
+buttons and a dismiss button.
+
+It floats over the lower right of the window's central area instead of taking
+a row of the layout: a message that comes and goes moves nothing (the canvas
+and the history strip keep their size), and the prompt box stays uncovered.
+"""
 
 from __future__ import annotations
 
 from typing import Callable, Sequence, Tuple
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton
 
+from . import theme
+
 LEVELS = ("error", "warning", "info")
+MAX_WIDTH = 720  # px: a wide window keeps the strip readable instead of one long line
+MARGIN = 8
 
 
 class Banner(QFrame):
@@ -27,12 +36,31 @@ class Banner(QFrame):
         lay.addWidget(self.label, 1)
         self._actions = QHBoxLayout()
         lay.addLayout(self._actions)
-        self.close_button = QToolButton(text="✕")
+        self.close_button = QToolButton()
+        self.close_button.setIcon(theme.glyph_icon("close"))
         self.close_button.setObjectName("bannerClose")
         self.close_button.setToolTip("Dismiss")
         self.close_button.clicked.connect(self.dismiss)
         lay.addWidget(self.close_button)
         self.hide()
+        if parent is not None:
+            parent.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if watched is self.parentWidget() and event.type() == QEvent.Type.Resize and self.isVisible():
+            self.place()
+        return False
+
+    def place(self) -> None:
+        """Anchor to the parent's lower right corner, as tall as the wrapped text needs."""
+        parent = self.parentWidget()
+        if parent is None:
+            return
+        width = max(120, min(MAX_WIDTH, parent.width() - 2 * MARGIN))
+        height = self.heightForWidth(width) if self.hasHeightForWidth() else self.sizeHint().height()
+        height = min(max(height, self.minimumSizeHint().height()), max(40, parent.height() - 2 * MARGIN))
+        self.setGeometry(parent.width() - width - MARGIN, parent.height() - height - MARGIN, width, height)
+        self.raise_()
 
     def show_message(self, text: str, level: str = "error",
                      actions: Sequence[Tuple[str, Callable[[], None]]] = ()) -> None:
@@ -51,6 +79,7 @@ class Banner(QFrame):
         self.style().unpolish(self)
         self.style().polish(self)
         self.show()
+        self.place()
 
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()

@@ -17,12 +17,14 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPlainTextEdit,
-    QPushButton, QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+    QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget,
 )
 
+from .. import fidelity
 from ..engine.settings import GenerationSettings
 from . import tooltips as tt
 from .class_picker import ClassPicker
+from .elided_label import ElidedLabel
 from .jobs import ModelInfo
 from .prompt_match import MatchLine
 from .sliders import LogIntSlider, QuadraticSlider
@@ -36,6 +38,18 @@ OPEN_FOLDER = "__open__"
 
 def _has_emoji_font() -> bool:
     return any("emoji" in f.lower() for f in QFontDatabase.families())
+
+
+def model_facts_help(info: ModelInfo) -> str:
+    """What the facts line under the model name means, for its tooltip."""
+    lines = [f"{info.grid * info.grid} tokens: the image is drawn as a {info.grid}×{info.grid} grid of codebook entries, "
+             f"one target forward per accepted run of tokens; codebook {info.vocab_size}: how many entries each "
+             "token chooses from (k counts neighbours among them)."]
+    if "eagle" not in info.drafters:
+        lines.append("no EAGLE head: this model folder ships no trained EAGLE drafter, so that drafter is off.")
+    lines.append(fidelity.HELP[0].upper() + fidelity.HELP[1:] + "." if info.has_score else
+                 f"No {fidelity.NAME}: this model folder has no recogniser, so images are not scored.")
+    return "\n".join(lines)
 
 
 def _double(lo, hi, step, decimals, tip) -> QDoubleSpinBox:
@@ -178,10 +192,9 @@ class ControlsPanel(QWidget):
         self.model.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model.activated.connect(self._model_picked)
         h.addWidget(self.model)
-        self.model_facts = QLabel("loading…")
+        self.model_facts = ElidedLabel("loading…")
         self.model_facts.setObjectName("muted")
-        # a long line of facts must not set the window's minimum width: it is cut at the edge (tooltip: all of it)
-        self.model_facts.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # a long line of facts must not set the window's minimum width: it ends in "…" (tooltip: all of it)
         h.addWidget(self.model_facts, 1)
         return bar
 
@@ -443,9 +456,10 @@ class ControlsPanel(QWidget):
         self.model_facts.setText(
             f"{info.name}: {info.grid}×{info.grid} = {info.grid * info.grid} tokens, codebook {info.vocab_size}"
             + ("" if "eagle" in info.drafters else " · no EAGLE head")
-            + (" · quality score" if info.has_score else "")
+            + (f" · scores {fidelity.NAME}" if info.has_score else "")
         )
-        self.model_facts.setToolTip(self.model_facts.text())
+        # the facts line is elided in a narrow column: the tooltip holds all of it, and says what each part means
+        self.model_facts.setToolTip(self.model_facts.text() + "\n\n" + model_facts_help(info))
         self._update_enabled()
 
     def set_model_failed(self, message: str) -> None:

@@ -1,8 +1,8 @@
 """The studio window: assembles the panels and routes the engine's events.
 
-    banner
     ┌ controls ┬ canvas / export / queue ┬ stats · compare · chart ┐
-    └──────────────────── history gallery ─────────────────────────┘
+    └──────────────────── history gallery ──────────────[ banner ]─┘
+    (the banner floats over the lower right corner: it moves nothing)
 """
 
 from __future__ import annotations
@@ -47,13 +47,7 @@ from .storage import Preferences, app_data_dir
 MAX_RECENT_MODELS = 8
 HISTORY_MIN_HEIGHT = 104  # the history strip's search row and one row of whole thumbnails
 _groups = itertools.count(1)
-_orphans: list = []
-
-
-def busy_workers() -> bool:
-    """Whether a closed window left a worker thread inside a model load (gui/app.py then ends the
-    process at once instead of waiting for the load: everything the user made is already saved)."""
-    return any(not e.thread.isFinished() for e in _orphans)
+_orphans: list = []  # job queues whose worker was still inside a model load at close: never destroyed
 
 
 def _jsonable(record: dict) -> dict:
@@ -105,8 +99,7 @@ class MainWindow(QMainWindow):
         outer = QVBoxLayout(central)
         outer.setContentsMargins(8, 8, 8, 4)
         outer.setSpacing(6)
-        self.banner = Banner()
-        outer.addWidget(self.banner)
+        self.banner = Banner(central)  # floats over the lower right: showing it moves nothing (banner.py)
 
         self.controls = ControlsPanel()
         scroll = QScrollArea()

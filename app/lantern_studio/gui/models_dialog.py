@@ -87,7 +87,27 @@ class ModelsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         row.addWidget(buttons)
         lay.addLayout(row)
+        self.hub_check = None  # the coroutine asking whether the hub answers (each time the dialog is shown)
+        self.hub_problem: Optional[str] = None
         self.refresh()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if (self.hub_check is None or self.hub_check.done()) and not self.downloading:
+            self.hub_check = aio.start(self._check_hub())
+
+    async def _check_hub(self) -> Optional[str]:
+        """Say whether the hub can be reached as the dialog opens, before anyone presses Download."""
+        try:
+            await aio.in_thread(hub.check_reachable)
+            self.hub_problem = None
+        except hub.HubError as e:
+            self.hub_problem = f"{e}" + ("" if isinstance(e, hub.NotDownloaded) else
+                                         "; models already in the cache still load")
+        if not self.downloading and self.isVisible():  # a running download's own lines win
+            self._say(f"Hub: {self.hub_problem}." if self.hub_problem else "")
+            self._selection_changed()
+        return self.hub_problem
 
     # ------------------------------------------------------------------ table
     def refresh(self) -> None:
@@ -135,7 +155,8 @@ class ModelsDialog(QDialog):
             except Exception:  # noqa: BLE001
                 installed = False
         self.download_button.setText("Load" if installed else "Download and load")
-        self.download_button.setEnabled(name is not None and not busy)
+        # offline mode: only what is already in the cache can be loaded (the status line says why)
+        self.download_button.setEnabled(name is not None and not busy and (installed or not hub.is_offline()))
 
     # ------------------------------------------------------------------ download
     @property

@@ -4,9 +4,10 @@ place, with Cancel (Esc) and Cancel all."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSizePolicy, QVBoxLayout,
+from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout,
                                QWidget)
 
+from .elided_label import ElidedLabel
 from .job_queue import JobQueue
 
 
@@ -25,10 +26,9 @@ class QueueView(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(4)
         top = QHBoxLayout()
-        self.title = QLabel("Queue: idle")
+        self.title = ElidedLabel("Queue: idle", whole_text_tooltip=True)
         self.title.setObjectName("sectionTitle")
-        # "Queue: 1 waiting for the model (warming up the decoder…)" must not widen the window: cut at the edge
-        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # "Queue: 1 waiting for the model (warming up the decoder…)" must not widen the window: it ends in "…"
         top.addWidget(self.title, 1)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop the running job between two decoding steps (Esc)")

@@ -13,8 +13,10 @@ from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QPushButton, QSlider, QVBoxLayout, QWidget
 
+from . import theme
+from .elided_label import ElidedLabel
 from .replay import Recording
 
 # (label, slow-motion factor: replay seconds per recorded second; None = fixed pace of one step per 0.25 s)
@@ -44,18 +46,22 @@ class ReplayBar(QWidget):
         lay = QHBoxLayout()
         lay.setSpacing(6)
         outer.addLayout(lay)
-        self.play_button = QPushButton("▶ Replay")
+        self.play_button = QPushButton("Replay")
+        self.play_button.setIcon(theme.glyph_icon("play"))
         self.play_button.setToolTip("Replay the decode step by step, with the decision overlay and running numbers")
         self.play_button.clicked.connect(self.toggle)
+        self.play_button.setText("Pause")  # as wide as its wider label, so Play/Pause never moves its neighbours
+        widest = self.play_button.sizeHint().width()
+        self.play_button.setText("Replay")
+        self.play_button.setMinimumWidth(max(widest, self.play_button.sizeHint().width()))
         lay.addWidget(self.play_button)
         self.speed = QComboBox()
         for label, factor in SPEEDS:
             self.speed.addItem(label, factor)
         self.speed.setToolTip("Replay speed: a fixed pace per step, or the recorded timing slowed down")
         lay.addWidget(self.speed)
-        self.label = QLabel("")
+        self.label = ElidedLabel("", whole_text_tooltip=True)  # one line: the bar's height never changes
         self.label.setObjectName("muted")
-        self.label.setWordWrap(True)
         lay.addWidget(self.label, 1)
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
@@ -97,12 +103,14 @@ class ReplayBar(QWidget):
         factor = self.speed.currentData()
         self._from = float(step + 1) if factor is None else (self.recording.elapsed[step] if step >= 0 else 0.0)
         self._t0 = self.clock()
-        self.play_button.setText("⏸ Pause")
+        self.play_button.setText("Pause")
+        self.play_button.setIcon(theme.glyph_icon("pause"))
         self.timer.start()
 
     def stop(self) -> None:
         self.timer.stop()
-        self.play_button.setText("▶ Replay")
+        self.play_button.setText("Replay")
+        self.play_button.setIcon(theme.glyph_icon("play"))
 
     def show_step(self, step: int) -> None:
         self.slider.setValue(step)

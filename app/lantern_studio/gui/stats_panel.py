@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from typing import Optional
 
 import numpy as np
-import time
-
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
@@ -14,6 +13,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import fidelity
+from . import theme
 from .canvas import to_qimage
 from .jobs import Frame, JobResult
 
@@ -93,7 +93,8 @@ class StatsPanel(QWidget):
         self.speedup_label.setObjectName("speedup")
         self.speedup_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         cl.addWidget(self.speedup_label)
-        self.replay_button = QPushButton("▶ Replay side by side")
+        self.replay_button = QPushButton("Replay side by side")
+        self.replay_button.setIcon(theme.glyph_icon("play"))
         self.replay_button.setToolTip(f"Both decodes again on one clock, slowed {COMPARE_SLOWMO:g}×: "
                                       "the speed difference as you would see it")
         self.replay_button.setEnabled(False)

@@ -208,6 +208,21 @@ def _unavailable(cause: BaseException) -> HubUnavailable:
     return e
 
 
+def check_reachable(timeout: float = 3.0) -> None:
+    """Raise :class:`NotDownloaded` when offline mode is on and :class:`HubUnavailable` when the hub's endpoint
+    does not answer within ``timeout`` seconds; return when it answers at all (any HTTP status: a server that
+    says 404 to its root still serves files). Cheap enough to ask when a window opens, before any download."""
+    if is_offline():
+        raise NotDownloaded("offline mode is on (HF_HUB_OFFLINE): models already in the cache load; "
+                            "unset it to download")
+    from huggingface_hub import get_session
+
+    try:
+        get_session().head(hub_endpoint() + "/", timeout=timeout)
+    except _network_errors() as e:
+        raise _unavailable(e) from None
+
+
 # --------------------------------------------------------------------------- the cache
 
 
