@@ -50,6 +50,9 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
                         "step: each step's output stays within δ of the target in total variation, sampled drafts too")
     p.add_argument("--adaptive-delta", action="store_true", default=None,
                    help="scale δ per token by the target's normalised entropy, δ·H(p)/log V (never above δ)")
+    p.add_argument("--delta-decay", type=float, default=None,
+                   help="tighten δ along each draft chain: the i-th draft of a verification gets δ·decay^i "
+                        "(1 = the same δ for every draft; in [0, 1])")
     p.add_argument("--drafter", choices=["none", "jacobi", "eagle"], default=None)
     p.add_argument("--draft-length", type=int, default=None)
     p.add_argument("--cfg", type=float, default=None, help="classifier-free guidance scale")
@@ -66,7 +69,7 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(defaults, args):
     mapping = {"seed": "seed", "k": "k", "delta": "delta", "lam": "lam", "bound": "bound",
-               "adaptive_delta": "adaptive_delta", "drafter": "drafter",
+               "adaptive_delta": "adaptive_delta", "delta_decay": "delta_decay", "drafter": "drafter",
                "draft_length": "draft_length", "cfg": "cfg_scale", "temperature": "temperature",
                "top_k": "top_k", "top_p": "top_p", "greedy": "greedy", "style": "style"}
     changes = {field: getattr(args, a) for a, field in mapping.items() if getattr(args, a, None) is not None}

@@ -44,13 +44,17 @@ def describe_bound(s: dict) -> str:
 
 
 def bound_value(s: dict) -> str:
-    """λ, or δ as it was spent: "δ=0.2", "δ=0.2·H(p)/log V" (entropy-adaptive), "δ=0.2 per step"
+    """λ, or δ as it was spent: "δ=0.2", "δ=0.2·H(p)/log V" (entropy-adaptive), "δ=0.2·0.8^i" (tightening
+    along the draft), "δ=0.2 per step"
     (the step bound: each step's output within δ of the target in total variation)."""
     if s.get("lam") is not None and (s.get("bound") or "lantern") != "step":
         return f"λ={s['lam']}"
     text = f"δ={s.get('delta')}"
     if s.get("adaptive_delta"):
         text += "·H(p)/log V"
+    decay = s.get("delta_decay", 1.0)
+    if isinstance(decay, (int, float)) and decay != 1:
+        text += f"·{decay:g}^i"
     if s.get("bound") == "step":
         text += " per step"
     return text

@@ -444,6 +444,8 @@ def test_cli_flags_reach_the_settings():
                                                                 "--adaptive-delta"]))
     assert (s.bound, s.adaptive_delta, s.k, s.delta) == ("step", True, 8, 0.1)
     assert settings_from_args(GenerationSettings(bound="step"), p.parse_args([])).bound == "step"
+    assert settings_from_args(GenerationSettings(), p.parse_args(["--delta-decay", "0.6"])).delta_decay == 0.6
+    assert settings_from_args(GenerationSettings(delta_decay=0.7), p.parse_args([])).delta_decay == 0.7
     with pytest.raises(SystemExit):
         p.parse_args(["--bound", "tv"])
 
@@ -460,6 +462,7 @@ def test_png_parameters_name_the_bound():
     assert "δ=0.2·H(p)/log V per step" in params(bound="step", adaptive_delta=True)
     assert "LANTERN++ (jacobi, k=64, λ=2.0)" in params(lam=2.0) and "Bound: lantern++" in params(lam=2.0)
     assert "Sampler: LANTERN (jacobi, k=64, δ=0.2)" in params() and "Bound: lantern," in params()
+    assert "Sampler: LANTERN (jacobi, k=64, δ=0.2·0.5^i)" in params(delta_decay=0.5)
 
 
 def test_bench_has_step_methods_with_the_step_bound():
@@ -478,3 +481,83 @@ def test_bench_has_step_methods_with_the_step_bound():
                                               "step_tv_max": 0.2, "tv_budget_per_image": 30.0}
     assert "TV mean" in format_table({"methods": [row]})
     assert "TV mean" not in format_table({"methods": [row | {"step_tv_mean": None}]})
+
+
+# --------------------------------------------------------------------------- δ tightening along the draft
+
+def _chain_case(n=4, v=12, seed=3):
+    """n slots with fixed target rows p_i and drafter rows q_i far from them (so a budget is spent in full)."""
+    g = torch.Generator().manual_seed(seed)
+    p = torch.softmax(torch.randn(n + 1, v, generator=g).double() * 2.0, 1)
+    q = torch.softmax(torch.randn(n, v, generator=g).double() * 2.0, 1)
+    table = ProximityTable(torch.randn(v, 2, generator=g))
+    return p, q, table
+
+
+def _per_slot_histograms(p, q, relax, table, runs, seed=0):
+    """For each slot j: the histogram of the token the chain emits there, over the runs that reached j."""
+    n, v = q.shape
+    g = torch.Generator().manual_seed(seed)
+    counts = np.zeros((n, v))
+    for _ in range(runs):
+        drafts = torch.multinomial(q, 1, generator=g)[:, 0]
+        verdict = verify_chain(p, drafts, q, relax, table, g)
+        for j in range(min(verdict.n_accepted + 1, n)):
+            tok = int(drafts[j]) if j < verdict.n_accepted else verdict.next_token
+            counts[j, tok] += 1
+    return counts
+
+
+def test_delta_tightens_along_the_draft_within_each_slots_bound_and_flat_delta_breaks_it(monkeypatch):
+    """The step bound with δ = 0.3 and decay 0.5: slot j of a chain emits within δ·0.5^j of its target p_j in
+    total variation. The targets here do not depend on earlier tokens, so slot j's output over the runs that
+    reached it is exactly p*_j; 16,000 chains (seed 0), tolerance 3 × the expected sampling TV of an exact
+    sampler of each slot's histogram. The rule spends its budget nearly in full (a drafter far from p), so
+    the mutant that keeps δ flat along the chain (decay ignored) is over the bound at slots 1..3 by far more
+    than the noise, and the same check rejects it."""
+    from lantern_studio.engine import budget as budget_mod
+
+    delta, decay, runs = 0.3, 0.5, 16000
+    p, q, table = _chain_case()
+    relax = Relaxation(k=5, delta=delta, bound="step", decay=decay)
+
+    def slot_tvs(counts):
+        out = []
+        for j in range(counts.shape[0]):
+            reached = counts[j].sum()
+            emp = counts[j] / reached
+            out.append((0.5 * np.abs(emp - p[j].numpy()).sum(), 3 * expected_noise(p[j].numpy(), reached), reached))
+        return out
+
+    verdict = verify_chain(p, torch.zeros(4, dtype=torch.long), q, relax, table, torch.Generator().manual_seed(1),
+                           measure_tv=True)
+    assert verdict.budgets == pytest.approx([delta * decay ** j for j in range(len(verdict.budgets))])
+    assert all(tv <= b + 1e-9 for tv, b in zip(verdict.tv, verdict.budgets))
+    got = slot_tvs(_per_slot_histograms(p, q, relax, table, runs))
+    for j, (tv, tol, reached) in enumerate(got):
+        assert reached > 500, (j, reached)  # every slot is reached often enough to be judged
+        assert tv <= delta * decay ** j + tol, (j, tv, tol)
+    assert got[0][0] > 0.8 * delta  # the first slot spends most of its budget: the check has teeth
+
+    monkeypatch.setattr(budget_mod, "chain_budgets", lambda pp, r, first=0: slot_budgets(pp, r.delta, r.adaptive))
+    monkeypatch.setattr(step_bound, "chain_budgets", budget_mod.chain_budgets)
+    flat = slot_tvs(_per_slot_histograms(p, q, relax, table, runs // 4))
+    assert any(tv > delta * decay ** j + tol for j, (tv, tol, _) in enumerate(flat) if j >= 1), flat
+
+
+def test_lantern_budgets_tighten_along_the_chain_and_decay_one_is_flat():
+    """LANTERN's neighbourhood budget follows the same schedule; deterministic (Jacobi) drafts move at most it."""
+    p, _q, table = _chain_case(n=6)
+    drafts = p[:6].argmin(1)  # unlikely drafts: neighbours carry mass, so budgets bind
+    for decay in (1.0, 0.7, 0.0):
+        relax = Relaxation(k=6, delta=0.4, decay=decay)
+        v = verify_chain(p, drafts, None, relax, table, torch.Generator().manual_seed(0), measure_tv=True)
+        assert v.budgets == pytest.approx([0.4 * decay ** j for j in range(len(v.budgets))])
+        assert all(tv <= b + 1e-12 for tv, b in zip(v.tv, v.budgets))
+    with pytest.raises(ValueError, match="decay"):
+        Relaxation(k=6, delta=0.4, decay=1.5)
+    with pytest.raises(ValueError, match="decay"):
+        Relaxation(k=6, lam=2.0, decay=0.5)
+    with pytest.raises(SettingsError, match="delta_decay"):
+        GenerationSettings(delta_decay=-0.1).validate()
+    assert GenerationSettings(delta_decay=0.8).relaxation.decay == 0.8

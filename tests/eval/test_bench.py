@@ -99,6 +99,11 @@ def test_quick_end_to_end_has_every_method_and_field(quick_run):
     for m in report["methods"]:  # per-round forward time and overhead are reported
         assert m["forward_ms_per_round"] > 0 and m["overhead_ms_per_round"] is not None
     assert [f["precision"] for f in report["step_floor"]] == [v.split("-")[1] for v in VANILLAS]
+    # the verify's width-cost curve, per precision the bench times vanilla in, and its line in the output
+    assert [c["precision"] for c in report["width_cost"]] == [v.split("-")[1] for v in VANILLAS]
+    for c in report["width_cost"]:
+        assert [p["width"] for p in c["curve"]][0] == 1 and all(p["ms"] > 0 for p in c["curve"])
+    assert "verify cost by width" in stdout and report["window_picks"] == []  # --quick runs one window
     assert by["exact-eagle"]["drafter_forwards_per_image"] > 0
     assert by["exact-eagle"]["relaxed_share"] == 0 and by["exact-jacobi"]["relaxed_share"] == 0
     assert by["lantern-eagle-k63-d0.1"]["settings"]["k"] == 63
@@ -313,33 +318,39 @@ def test_identity_judge_fields_and_seeds_per_prompt(tiny_dir, tmp_path):
 def test_method_grid_and_selection(tiny_dir, tmp_path, capsys):
     full = method_grid(("none", "jacobi", "eagle"), 16384)
     names = [m.name for m in full]
-    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4 + 5 + 2 + 5
+    assert len(names) == len(set(names)) == 1 + 2 + 12 + 2 + 4 + 5 + 4 + 3 + 2 + 5
     assert names[:3] == ["vanilla-fp32", "exact-eagle", "exact-jacobi"]
     both = [m.name for m in method_grid(("none", "jacobi"), 64, vanilla_precisions=("fp32", "bf16"))]
     assert both[:2] == ["vanilla-fp32", "vanilla-bf16"]
     assert "lantern-eagle-k256-d0.05" in names and "lantern++-eagle-k64-l4" in names
     assert names[-5:] == ["step-jacobi-k64-d0.2", "step-jacobi-k64-d0.4", "step-jacobi-k256-d0.2",
                           "step-jacobi-k256-d0.4", "step-jacobi-k256-d0.4-ad"]  # the step bound at equal (k, δ)
-    assert names[-16:-5] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
+    assert names[-23:-5] == ["lantern-jacobi-k64-d0.2", "lantern-jacobi-k64-d0.4", "lantern-jacobi-k256-d0.2",
                            "lantern-jacobi-k256-d0.4", "exact-jacobi-L24", "lantern-jacobi-k64-d0.2-L16",
                            "lantern-jacobi-k64-d0.2-L24", "lantern-jacobi-k256-d0.4-L16", "lantern-jacobi-k256-d0.4-L24",
+                           "exact-jacobi-L8", "exact-jacobi-L12", "lantern-jacobi-k64-d0.2-L8",
+                           "lantern-jacobi-k64-d0.2-L12", "lantern-jacobi-k64-d0.4-g0.7-L12",
+                           "lantern-jacobi-k64-d0.4-g0.5-L12", "lantern-jacobi-k256-d0.6-g0.5-L12",
                            "exact-sjd", "lantern-sjd-k64-d0.2"]
+    tight = next(m for m in full if m.name == "lantern-jacobi-k64-d0.4-g0.5-L12").settings(GenerationSettings(), 0)
+    assert tight.delta_decay == 0.5 and tight.delta == 0.4 and tight.draft_length == 12
     long = next(m for m in full if m.name == "lantern-jacobi-k256-d0.4-L24").settings(GenerationSettings(), 0)
     assert long.draft_length == 24 and long.k == 256 and long.coupling
     assert not next(m for m in full if m.name == "exact-sjd").settings(GenerationSettings(), 0).coupling
     assert all(m.drafter == "eagle" for m in full if m.family in ("lantern", "lantern++"))
     # no learned drafter: LANTERN runs on Jacobi drafts; the relaxed-Jacobi points are then duplicates
     no_eagle = method_grid(("none", "jacobi"), 16384)
-    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2 + 5 + 2 + 5
+    assert "exact-eagle" not in [m.name for m in no_eagle] and len(no_eagle) == 1 + 1 + 12 + 2 + 5 + 4 + 3 + 2 + 5
     # k clipped to V − 1, duplicates dropped
     small = method_grid(("none", "jacobi", "eagle"), 64)
-    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2 + 5 + 2 + 3
+    assert max(m.k for m in small) == 63 and len(small) == 1 + 2 + 8 + 2 + 2 + 5 + 4 + 3 + 2 + 3
     assert [m.name for m in method_grid(("none", "jacobi", "eagle"), 64, quick=True,
                                         vanilla_precisions=[v.split("-")[1] for v in VANILLAS])] == QUICK_NAMES
     assert [m.name for m in select_methods(full, ["lantern++"])] == ["vanilla-fp32", "lantern++-eagle-k64-l2",
                                                                       "lantern++-eagle-k64-l4"]
     assert [m.name for m in select_methods(full, ["exact-*,*k16-d0.4"])] == [
-        "vanilla-fp32", "exact-eagle", "exact-jacobi", "lantern-eagle-k16-d0.4", "exact-jacobi-L24", "exact-sjd"]
+        "vanilla-fp32", "exact-eagle", "exact-jacobi", "lantern-eagle-k16-d0.4", "exact-jacobi-L24", "exact-jacobi-L8",
+        "exact-jacobi-L12", "exact-sjd"]
     with pytest.raises(bench.BenchError, match="--methods"):
         select_methods(full, ["nope*"])
     assert cli_main(["bench", "--model", str(tiny_dir), "--methods", "nope"]) == 2
@@ -386,3 +397,28 @@ def test_train_captions_are_one_name_per_training_identity():
     assert bench.choose_prompts(None, 1, TRAIN_CAPTIONS, (None, meta, {}))[0] == [("thumbs up", "hand-fingers-closed")]
     with pytest.raises(bench.BenchError, match="needs the dataset"):
         bench.choose_prompts(None, 2, TRAIN_CAPTIONS, None)
+
+
+def test_the_window_is_picked_from_the_cost_curve_and_the_tokens_per_round():
+    """A made-up machine where a verify costs 1 ms up to width 9 and then grows steeply: window 8 accepts
+    2.5 tokens per round, 24 accepts 3.2, so 8 wins (2.5/1 against 3.2/3); on a flat curve 24 wins. The
+    mutant that ignores the cost (picks the most tokens per round) is rejected by the first case."""
+    from lantern_studio.eval.width_cost import cost_at, pick_window, window_picks
+
+    steep = [{"width": 1, "ms": 1.0}, {"width": 9, "ms": 1.0}, {"width": 25, "ms": 3.0}]
+    flat = [{"width": 1, "ms": 1.0}, {"width": 49, "ms": 1.0}]
+    tpr = {8: 2.5, 24: 3.2}
+    assert cost_at(steep, 17) == pytest.approx(2.0) and cost_at(steep, 100) == 3.0
+    pick = pick_window(steep, tpr)
+    assert pick["window"] == 8 and pick["predicted"][8] == pytest.approx(2.5)
+    assert pick["predicted"][24] == pytest.approx(3.2 / 3.0)
+    assert pick_window(flat, tpr)["window"] == 24
+    assert max(tpr, key=tpr.get) != pick["window"]  # what a cost-blind pick would say
+    rows = [{"settings": {"drafter": "jacobi", "coupling": True, "k": 64, "delta": 0.2, "bound": "lantern",
+                          "adaptive_delta": False}, "draft_length": w, "precision": "bf16", "tokens_per_image": 256,
+             "rounds_per_image": 256 / t, "overhead_ms_per_round": 0.0, "speedup_median": t} for w, t in tpr.items()]
+    rows.append({"settings": {"drafter": "none"}, "draft_length": 8, "rounds_per_image": 256})  # vanilla: no group
+    groups = window_picks(rows, [{"precision": "bf16", "curve": steep}, {"precision": "fp32", "curve": flat}])
+    assert len(groups) == 1 and groups[0]["picks"]["bf16"]["window"] == 8
+    assert groups[0]["picks"]["fp32"]["window"] == 24
+    assert groups[0]["tokens_per_round"] == pytest.approx(tpr)

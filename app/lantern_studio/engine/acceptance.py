@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from . import step_bound
-from .budget import slot_budgets
+from .budget import chain_budgets, slot_budgets
 from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECISION_NAMES  # noqa: F401 (re-exported)
 from .files import atomic_write
 from .relaxation import BOUNDS, Relaxation, Verdict, total_variation  # noqa: F401 (re-exported)
@@ -133,7 +133,7 @@ def neighbourhood(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation, tabl
         bound = (relax.lam - 1.0) * p.gather(1, drafts[:, None])
     else:
         if budget is None:
-            budget = slot_budgets(p, relax.delta, relax.adaptive)
+            budget = chain_budgets(p, relax)
         bound = budget.to(p.dtype)[:, None]
     count = (cum <= bound).sum(1)
     mass = torch.where(count > 0, cum.gather(1, (count - 1).clamp(min=0)[:, None])[:, 0], torch.zeros_like(cum[:, 0]))
@@ -150,7 +150,7 @@ def relaxation_budgets(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation)
         return torch.zeros(n, dtype=p.dtype, device=p.device)
     if relax.kind == "lantern++":
         return ((relax.lam - 1.0) * p[:n].gather(1, drafts[:, None])[:, 0]).clamp(max=1.0)
-    return slot_budgets(p[:n], relax.delta, relax.adaptive)
+    return chain_budgets(p[:n], relax)
 
 
 def residual_distribution(p_row, draft: int, neighbours, q_row=None) -> torch.Tensor:

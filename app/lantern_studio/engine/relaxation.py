@@ -24,6 +24,8 @@ class Relaxation:
     ``bound``: "lantern" (default; with ``lam`` set it means LANTERN++, as before
     the field existed), "lantern++" (needs ``lam``) or "step" (no ``lam``).
     ``adaptive``: each slot's δ becomes δ · H(p) / log V (not for LANTERN++).
+    ``decay``: δ tightens along a chain of drafts, slot i (0 = the first draft)
+    getting δ · decay^i (1 = flat; not for LANTERN++).
     """
 
     k: int = 0
@@ -31,6 +33,7 @@ class Relaxation:
     lam: Optional[float] = None  # LANTERN++: neighbourhood mass ≤ (λ − 1)·p(x̃)
     bound: str = "lantern"
     adaptive: bool = False
+    decay: float = 1.0
 
     def __post_init__(self):
         if self.bound not in BOUNDS:
@@ -41,6 +44,10 @@ class Relaxation:
             raise ValueError("bound 'step' takes no lam (λ belongs to LANTERN++)")
         if self.adaptive and self.kind == "lantern++":
             raise ValueError("adaptive scales δ; LANTERN++ has none")
+        if not (0.0 <= self.decay <= 1.0):
+            raise ValueError(f"decay: in [0, 1], got {self.decay!r}")
+        if self.decay != 1.0 and self.kind == "lantern++":
+            raise ValueError("decay scales δ; LANTERN++ has none")
 
     @property
     def kind(self) -> str:

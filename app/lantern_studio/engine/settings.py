@@ -46,6 +46,9 @@ class GenerationSettings:
     # field existed), "lantern++" (needs lam), "step" (δ bounds each step's output in TV, sampled drafts too).
     bound: str = "lantern"
     adaptive_delta: bool = False  # δ_t = δ · H(p_t) / log V per slot (bound "lantern" or "step")
+    # δ tightens along each draft chain: the chain's i-th slot (0 = the first draft) gets δ · delta_decay^i,
+    # so one verification moves at most δ / (1 − delta_decay) in all; 1 = the same δ at every slot
+    delta_decay: float = 1.0
     measure_tv: bool = False  # diagnostics: exact TV of each step's output from the target (costs time; no RNG)
     # The art style a factorised class model draws in: "" its default, "any" one per seed, or a style's
     # name (the model's conditioner checks the name; other models ignore it)
@@ -106,6 +109,10 @@ class GenerationSettings:
         number("delta", self.delta)
         if not (0 <= self.delta <= 1):
             raise SettingsError("delta", f"must be in [0, 1], got {self.delta}")
+        number("delta_decay", self.delta_decay)
+        if not (0 <= self.delta_decay <= 1):
+            raise SettingsError("delta_decay", f"must be in [0, 1] (1 = the same δ at every draft), "
+                                f"got {show(self.delta_decay)}")
         if self.lam is not None:
             number("lam", self.lam)
             if not (1 <= self.lam <= MAX_LAM):
@@ -124,10 +131,13 @@ class GenerationSettings:
                                 f"got {show(self.style)}")
         if self.adaptive_delta and self.lam is not None:
             raise SettingsError("adaptive_delta", "scales δ, and LANTERN++ (λ) has none: use bound 'lantern' or 'step'")
+        if self.delta_decay != 1 and self.lam is not None:
+            raise SettingsError("delta_decay", "scales δ, and LANTERN++ (λ) has none: use bound 'lantern' or 'step'")
         # Plain Python numbers from here on (NumPy scalars are welcome as input).
         return replace(self, seed=int(self.seed), temperature=float(self.temperature), top_k=int(self.top_k),
                        top_p=float(self.top_p), cfg_scale=float(self.cfg_scale), draft_length=int(self.draft_length),
-                       k=int(self.k), delta=float(self.delta), lam=None if self.lam is None else float(self.lam))
+                       k=int(self.k), delta=float(self.delta), lam=None if self.lam is None else float(self.lam),
+                       delta_decay=float(self.delta_decay))
 
     # ------------------------------------------------------------ views for the engine
     @property
@@ -142,7 +152,7 @@ class GenerationSettings:
 
     @property
     def relaxation(self) -> Relaxation:
-        return Relaxation(self.k, self.delta, self.lam, self.bound, self.adaptive_delta)
+        return Relaxation(self.k, self.delta, self.lam, self.bound, self.adaptive_delta, self.delta_decay)
 
     def to_dict(self) -> dict:
         return asdict(self)

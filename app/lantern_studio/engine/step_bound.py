@@ -50,7 +50,7 @@ from typing import Optional
 
 import torch
 
-from .budget import slot_budgets
+from .budget import chain_budgets
 from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
 from .relaxation import Relaxation, Verdict, total_variation
 from .sampling import sample
@@ -129,10 +129,11 @@ def _one_hot(drafts: torch.Tensor, v: int, dtype) -> torch.Tensor:
     return torch.nn.functional.one_hot(drafts, v).to(dtype)
 
 
-def relaxed_rows(pd, drafts, q, relax: Relaxation, table):
-    """(p* (n, V), the q used (n, V), budgets (n,)) for the slots of a chain."""
+def relaxed_rows(pd, drafts, q, relax: Relaxation, table, first: int = 0):
+    """(p* (n, V), the q used (n, V), budgets (n,)) for consecutive slots of a chain, the first of them at
+    position ``first`` (δ may tighten along the chain)."""
     qd = _one_hot(drafts, pd.shape[1], pd.dtype) if q is None else q.to(pd.dtype)
-    budget = slot_budgets(pd, relax.delta, relax.adaptive) if relax.active else torch.zeros_like(pd[:, 0])
+    budget = chain_budgets(pd, relax, first) if relax.active else torch.zeros_like(pd[:, 0])
     pstar, _moved = relaxed_target(pd, qd, table, relax.k, budget)
     return pstar, qd, budget
 
@@ -158,7 +159,7 @@ def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy:
     while lo < n:
         hi = min(n, lo + size)
         d = drafts[lo:hi]
-        pstar, qd, budget = relaxed_rows(pd[lo:hi], d, None if qs is None else qs[lo:hi], relax, table)
+        pstar, qd, budget = relaxed_rows(pd[lo:hi], d, None if qs is None else qs[lo:hi], relax, table, lo)
         pieces.append((pstar, qd, budget))
         px = pd[lo:hi].gather(1, d[:, None])[:, 0]
         psx = pstar.gather(1, d[:, None])[:, 0]

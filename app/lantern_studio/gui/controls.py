@@ -233,7 +233,12 @@ class ControlsPanel(QWidget):
         f.addRow("Bound", bound_row)
         self.adaptive = QCheckBox("Adaptive δ (entropy)")
         self.adaptive.setToolTip(tt.ADAPTIVE)
-        f.addRow(self.adaptive)
+        self.delta_decay = _double(0.0, 1.0, 0.05, 2, tt.DELTA_DECAY)
+        self.delta_decay.setPrefix("along draft ×")
+        row = QHBoxLayout()
+        row.addWidget(self.adaptive, 1)
+        row.addWidget(self.delta_decay)
+        f.addRow(row)
         self.guarantee = QLabel()
         self.guarantee.setObjectName("muted")
         self.guarantee.setWordWrap(True)
@@ -242,7 +247,7 @@ class ControlsPanel(QWidget):
         for w in (self.drafter, self.bound):
             w.currentIndexChanged.connect(self._changed)
         self.adaptive.toggled.connect(self._changed)
-        for w in (self.draft_length, self.lam):
+        for w in (self.draft_length, self.lam, self.delta_decay):
             w.valueChanged.connect(self._changed)
         self.k.valueChanged.connect(self._changed)
         self.delta.valueChanged.connect(self._changed)
@@ -296,6 +301,7 @@ class ControlsPanel(QWidget):
         self.bound.setEnabled(spec)
         self.delta.setEnabled(spec and not lam)
         self.adaptive.setEnabled(spec and not lam)
+        self.delta_decay.setEnabled(spec and not lam)
         self.lam.setEnabled(spec and lam)
         tip = tt.DELTA_STEP if self.bound.currentData() == "step" else tt.DELTA
         self.delta.setToolTip(tip)
@@ -311,6 +317,8 @@ class ControlsPanel(QWidget):
         if s.lam is not None:
             return f"LANTERN++: neighbour mass ≤ (λ − 1)·p(x̃) = {s.lam - 1:g}·p(x̃) per drafted token."
         budget = f"δ_t = δ·H(p)/log V ≤ δ = {s.delta:g}" if s.adaptive_delta else f"δ = {s.delta:g}"
+        if s.delta_decay != 1:
+            budget += f" at a chain's first draft, ×{s.delta_decay:g} at each next one"
         total = ""
         if self._tokens:
             total = (f"; over the image's {self._tokens} tokens the steps add up: the whole image's TV from the "
@@ -338,12 +346,13 @@ class ControlsPanel(QWidget):
             lam=round(float(self.lam.value()), 4) if self.bound.currentData() == "lantern++" else None,
             bound=self.bound.currentData() or "lantern",
             adaptive_delta=self.adaptive.isChecked() and self.bound.currentData() != "lantern++",
+            delta_decay=1.0 if self.bound.currentData() == "lantern++" else round(float(self.delta_decay.value()), 4),
             style=self.match_line.style(),
         )
 
     def set_settings(self, s: GenerationSettings) -> None:
         widgets = (self.seed, self.temperature, self.top_k, self.top_p, self.cfg, self.greedy, self.drafter,
-                   self.draft_length, self.k, self.delta, self.bound, self.adaptive, self.lam)
+                   self.draft_length, self.k, self.delta, self.bound, self.adaptive, self.lam, self.delta_decay)
         for w in widgets:
             w.blockSignals(True)
         try:
@@ -364,6 +373,7 @@ class ControlsPanel(QWidget):
             if s.lam is not None:
                 self.lam.setValue(s.lam)
             self.adaptive.setChecked(bool(s.adaptive_delta))
+            self.delta_decay.setValue(s.delta_decay)
             self.match_line.style_box.blockSignals(True)
             self.match_line.set_style(s.style if isinstance(s.style, str) else "")
             self.match_line.style_box.blockSignals(False)

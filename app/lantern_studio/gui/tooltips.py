@@ -41,6 +41,9 @@ BOUND = ("Which relaxation, and what δ promises:\n"
          "• Step-bounded: each step's output is within δ of the target in total variation, sampled drafts too.")
 ADAPTIVE = ("Entropy-adaptive δ: each token's budget is δ·H(p)/log V (the target's normalised entropy), never above δ — "
             "relaxation where the target is unsure, none where it is certain.")
+DELTA_DECAY = ("δ tightens along each draft chain: the first drafted token of a verification gets δ, the next "
+               "δ×this, then δ×this², … — later drafts, which build on earlier relaxed ones, are held closer to the "
+               "target, and one verification moves at most δ/(1 − this) in all. 1 = the same δ for every draft.")
 LAMBDA_MODE = ("LANTERN++: bound the neighbourhood relative to the draft's own probability, m(x̃) ≤ (λ − 1)·p(x̃), "
                "instead of by the absolute budget δ.")
 LAMBDA = "λ ≥ 1 for LANTERN++. λ = 1 accepts no neighbour mass (exact); larger λ relaxes more."

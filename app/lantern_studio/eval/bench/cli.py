@@ -151,8 +151,13 @@ def run(args: argparse.Namespace) -> int:
                        "defaults": pipe.defaults.to_dict()}
     from ..floor import step_vs_floor
 
+    from ..width_cost import cost_curve, window_picks
+
     report["step_floor"] = [{"precision": p, **step_vs_floor(pipe.with_precision(p), prompts[0])}
                             for p in vanilla_precisions]
+    report["width_cost"] = [{"precision": p, "curve": cost_curve(pipe.with_precision(p), prompts[0])}
+                            for p in vanilla_precisions]
+    report["window_picks"] = window_picks(report["methods"], report["width_cost"])
     notes = list(report["quality"]["notes"])
     load = report["load_average"]["start"]
     cores = os.cpu_count() or 1
@@ -193,6 +198,10 @@ def run(args: argparse.Namespace) -> int:
     for sf in report["step_floor"]:
         print(f"vanilla decode step ({sf['precision']}) {sf['step_ms']:.2f} ms vs matmul-only floor "
               f"{sf['floor_ms']:.2f} ms ({sf['ratio']:.2f}×; {sf['rows']} CFG rows, {sf['threads']} threads)")
+    from ..width_cost import describe as describe_windows
+
+    for line in describe_windows(report["width_cost"], report["window_picks"]):
+        print(line)
     for note in report["notes"]:
         print(f"note: {note}")
     for kind, path in files.items():

@@ -18,6 +18,12 @@ PLUS_LAMS = (2.0, 4.0)
 JACOBI_RELAXED = ((64, 0.2), (64, 0.4), (256, 0.2), (256, 0.4))  # (k, δ) on Jacobi drafts; --quick: the first
 # Coupled (MC-SJD) Jacobi windows converge, so longer windows pay: (k, δ, draft length); δ = 0 is exact.
 JACOBI_LONG = ((0, 0.0, 24), (64, 0.2, 16), (64, 0.2, 24), (256, 0.4, 16), (256, 0.4, 24))
+# Shorter windows: a verify's cost grows with its width (the bench's width-cost curve), so the window that
+# pays depends on the machine and the model (k, δ, draft length); exact at the same windows.
+JACOBI_SHORT = ((0, 0.0, 8), (0, 0.0, 12), (64, 0.2, 8), (64, 0.2, 12))
+# δ tightening along the draft (k, δ at the first draft, decay, window): a larger first δ spent where
+# drafts are best, less further out.
+JACOBI_DECAY = ((64, 0.4, 0.7, 12), (64, 0.4, 0.5, 12), (256, 0.6, 0.5, 12))
 STEP_RELAXED = JACOBI_RELAXED  # the step bound at LANTERN's Jacobi points (equal δ), ...
 STEP_ADAPTIVE = ((256, 0.4),)  # ... and with entropy-adaptive δ
 QUICK_LANTERN = ((64, 0.1), (256, 0.4))
@@ -43,6 +49,7 @@ class Method:
     bound: str = "lantern"  # GenerationSettings.bound
     adaptive: bool = False  # entropy-adaptive δ
     measure_tv: bool = False  # measure each step's TV from the target (bench --measure-tv)
+    decay: float = 1.0  # δ tightening along the draft (GenerationSettings.delta_decay)
 
     @property
     def label(self) -> str:
@@ -53,32 +60,34 @@ class Method:
             return f"exact speculative ({self.drafter}{'' if self.coupling else ', uncoupled SJD'}{window})"
         if self.lam is not None:
             return f"LANTERN++ {self.drafter} k={self.k} λ={_fmt_num(self.lam)}"
+        decay = "" if self.decay == 1.0 else f"·{_fmt_num(self.decay)}^i"
         if self.bound == "step":
             ad = " adaptive" if self.adaptive else ""
-            return f"step-bounded {self.drafter} k={self.k} δ={_fmt_num(self.delta)}{ad}{window}"
+            return f"step-bounded {self.drafter} k={self.k} δ={_fmt_num(self.delta)}{decay}{ad}{window}"
         what = "Jacobi + relaxation" if self.family == "jacobi-relaxed" else f"LANTERN {self.drafter}"
         if not self.coupling:
             what += " (uncoupled SJD)"
-        return f"{what} k={self.k} δ={_fmt_num(self.delta)}{window}"
+        return f"{what} k={self.k} δ={_fmt_num(self.delta)}{decay}{window}"
 
     def key(self) -> tuple:
         """What the engine sees (two names with the same key are the same run)."""
         return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling, self.draft_length,
-                self.bound, self.adaptive)
+                self.bound, self.adaptive, self.decay)
 
     def settings(self, base, seed: int):
         s = base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam,
                        coupling=self.coupling, bound=self.bound, adaptive_delta=self.adaptive,
-                       measure_tv=self.measure_tv)
+                       measure_tv=self.measure_tv, delta_decay=self.decay)
         return s if self.draft_length is None else s.with_(draft_length=self.draft_length)
 
 
 def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupling: bool = True,
-             draft_length: Optional[int] = None) -> Method:
+             draft_length: Optional[int] = None, decay: float = 1.0) -> Method:
     tag = drafter if coupling else "sjd"
     window = "" if draft_length is None else f"-L{draft_length}"
-    return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}{window}", family, drafter, k, float(delta),
-                  coupling=coupling, draft_length=draft_length)
+    tighten = "" if decay == 1.0 else f"-g{_fmt_num(decay)}"
+    return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}{tighten}{window}", family, drafter, k, float(delta),
+                  coupling=coupling, draft_length=draft_length, decay=float(decay))
 
 
 def _step(drafter: str, k: int, delta: float, adaptive: bool = False) -> Method:
@@ -117,6 +126,10 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
     if not quick:  # the uncoupled SJD baseline MC-SJD's coupling is measured against; long coupled windows
         out += [Method(f"exact-jacobi-L{n}", "exact", "jacobi", draft_length=n) if k == 0 else
                 _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_LONG]
+        out += [Method(f"exact-jacobi-L{n}", "exact", "jacobi", draft_length=n) if k == 0 else
+                _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_SHORT]
+        out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n, decay=g)
+                for k, d, g, n in JACOBI_DECAY]
         out += [Method("exact-sjd", "exact", "jacobi", coupling=False)]
         out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", coupling=False) for k, d in JACOBI_RELAXED[:1]]
         out += [_step("jacobi", clip(k), d) for k, d in STEP_RELAXED]

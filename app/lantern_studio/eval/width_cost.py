@@ -1,0 +1,121 @@
+"""What a verify forward costs as a function of its width, and the draft window that pays.
+
+A speculative round feeds the target the last fixed token and W drafts (width W + 1) at once; on a CPU the
+cost of that forward grows with the width well before the arithmetic units are busy, so "longer windows
+accept more tokens" and "longer windows cost more per round" have to be weighed on the machine at hand.
+:func:`cost_curve` measures the cost per width (the model's CFG rows, its precision, the threads torch
+uses); :func:`pick_window` weighs it against the tokens per round measured at each window.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Dict, Sequence
+
+import torch
+
+WIDTHS = (1, 2, 4, 8, 12, 16, 20, 25, 33, 49)  # 1 = a vanilla step; W + 1 for a window of W drafts
+FIRST_INDEX = 96  # verify here (a third in, on smaller grids), with a typical amount of context cached
+
+
+@torch.inference_mode()
+def cost_curve(pipe, prompt: str, widths: Sequence[int] = WIDTHS, rounds: int = 12, repeats: int = 3) -> list:
+    """→ [{"width", "ms"}] for the pipeline's target: the best of ``repeats`` mean times of ``rounds``
+    cached forwards of ``width`` positions at the model's CFG rows."""
+    gpt = pipe.gpt
+    c = pipe.conditioner(prompt)
+    cond = c.cond.to(pipe.device)
+    mask = c.mask.to(pipe.device) if c.mask is not None else None
+    if pipe.defaults.sampling.uses_cfg:
+        cond = torch.cat([cond, gpt.null_condition(cond)])
+        mask = None if mask is None else torch.cat([mask, mask])
+    rows = cond.shape[0]
+    dtype = next(gpt.parameters()).dtype
+    total = pipe.grid * pipe.grid
+    first = min(FIRST_INDEX, total // 3)
+    out = []
+    for width in dict.fromkeys(max(1, min(int(w), total - first - 1)) for w in widths):  # a small grid clips
+        tokens = torch.zeros(rows, width, dtype=torch.long, device=pipe.device)
+        best = float("inf")
+        for _ in range(repeats):
+            gpt.setup_cache(rows, mask)
+            gpt.prefill(cond.to(dtype) if cond.is_floating_point() else cond)
+            t = time.perf_counter()
+            for _ in range(rounds):
+                gpt.step(tokens, first)
+            best = min(best, (time.perf_counter() - t) / rounds)
+            gpt.clear_cache()
+        out.append({"width": width, "ms": best * 1e3})
+    return out
+
+
+def cost_at(curve: Sequence[dict], width: int) -> float:
+    """The curve's cost (ms) at ``width``, linear between measured widths, flat past the ends."""
+    pts = sorted((int(c["width"]), float(c["ms"])) for c in curve)
+    if width <= pts[0][0]:
+        return pts[0][1]
+    for (w0, c0), (w1, c1) in zip(pts, pts[1:]):
+        if width <= w1:
+            return c0 + (c1 - c0) * (width - w0) / (w1 - w0)
+    return pts[-1][1]
+
+
+def pick_window(curve: Sequence[dict], tokens_per_round: Dict[int, float], overhead_ms: float = 0.0) -> dict:
+    """The window W maximising predicted tokens per millisecond, tokens_per_round[W] / (cost(W + 1) +
+    overhead), among the windows measured. → {"window", "predicted": {W: speed-up over a vanilla step}}."""
+    if not tokens_per_round:
+        raise ValueError("pick_window: no measured windows")
+    step = cost_at(curve, 1) + overhead_ms
+    predicted = {int(w): float(t) * step / (cost_at(curve, int(w) + 1) + overhead_ms)
+                 for w, t in tokens_per_round.items()}
+    best = max(predicted, key=lambda w: (predicted[w], -w))
+    return {"window": best, "predicted": predicted}
+
+
+def window_picks(methods: Sequence[dict], curves: Sequence[dict]) -> list:
+    """For each group of bench results that differ only in their Jacobi window (same k, δ, decay, bound),
+    measured at two windows or more: the tokens per round at each window, the speed-up each precision's curve
+    predicts, the window picked per precision, and the measured speed-ups (at the bench's precision)."""
+    groups: Dict[tuple, list] = {}
+    for r in methods:
+        s = r.get("settings") or {}
+        if s.get("drafter") != "jacobi" or not s.get("coupling", True) or not r.get("rounds_per_image"):
+            continue
+        key = (s.get("k"), s.get("delta"), s.get("delta_decay", 1.0), s.get("bound"), s.get("adaptive_delta"),
+               r.get("precision"))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (k, delta, decay, bound, adaptive, precision), rows in groups.items():
+        by_window = {int(r["draft_length"]): r for r in rows if r.get("draft_length")}
+        if len(by_window) < 2:
+            continue
+        tpr = {w: r["tokens_per_image"] / r["rounds_per_image"] for w, r in by_window.items()}
+        overheads = sorted(r.get("overhead_ms_per_round") or 0.0 for r in by_window.values())
+        overhead = overheads[len(overheads) // 2]
+        picks = {c["precision"]: pick_window(c["curve"], tpr, overhead) for c in curves}
+        out.append({"k": k, "delta": delta, "decay": decay, "bound": bound, "adaptive": adaptive,
+                    "measured_precision": precision, "tokens_per_round": tpr, "overhead_ms": overhead,
+                    "picks": picks,
+                    "measured_speedup": {w: r.get("speedup_median") for w, r in by_window.items()}})
+    return out
+
+
+def describe(curves: Sequence[dict], picks: Sequence[dict]) -> list:
+    """Lines for the bench's output: the curve per precision, then each window group."""
+    lines = []
+    for c in curves:
+        base = c["curve"][0]["ms"]
+        pts = " · ".join(f"{p['width']}: {p['ms']:.2f}" for p in c["curve"])
+        worst = c["curve"][-1]
+        lines.append(f"verify cost by width ({c['precision']}, ms): {pts}  (width {worst['width']} = "
+                     f"{worst['ms'] / base:.2f}× a vanilla step)")
+    for g in picks:
+        what = f"jacobi k={g['k']} δ={g['delta']:g}" + (f"·{g['decay']:g}^i" if g["decay"] != 1 else "")
+        tpr = " · ".join(f"L{w} {t:.2f}" for w, t in sorted(g["tokens_per_round"].items()))
+        lines.append(f"window ({what}): tokens per round {tpr}")
+        for precision, pick in g["picks"].items():
+            pred = " · ".join(f"L{w} {x:.2f}×" for w, x in sorted(pick["predicted"].items()))
+            lines.append(f"  {precision}: predicted {pred} → window {pick['window']}")
+        meas = " · ".join(f"L{w} {x:.2f}×" for w, x in sorted(g["measured_speedup"].items()) if x is not None)
+        lines.append(f"  measured ({g['measured_precision']}): {meas}")
+    return lines
