@@ -134,6 +134,13 @@ def test_targets_table_marks_met_and_missed():
     # a default the report didn't run shows as unmeasured, not as met
     other = ship.targets_table(metrics, report, GenerationSettings(drafter="jacobi", k=16, delta=0.1))
     assert "| LANTERN default mean accepted length ≥ 3 | — " in other and other.count("| — |") == 2
+    # the default's own window (and δ schedule) is the row described, not another window at the same k, δ
+    windows = {"config": {"n": 76}, "methods": [report["methods"][0]] + [
+        {"name": f"lantern-jacobi-k64-d0.2-L{w}", "family": "jacobi-relaxed", "drafter": "jacobi", "k": 64,
+         "delta": 0.2, "draft_length": w, "settings": {"delta_decay": 1.0}, "mean_accepted_length": acc}
+        for w, acc in ((24, 1.5), (12, 3.5))]}
+    at12 = ship.targets_table(metrics, windows, GenerationSettings(drafter="jacobi", k=64, delta=0.2, draft_length=12))
+    assert "3.50" in at12 and "1.50" not in at12
 
 
 def test_targets_table_and_drawn_well_with_an_identity_judge():

@@ -64,8 +64,13 @@ DEFAULTS = GenerationSettings(temperature=0.9, top_k=100, top_p=1.0, cfg_scale=4
 # Session 6 validation (48 names of the repertoire's emoji, vanilla, judge identity top-5 / top-1): T 0.5 / top-k 10 /
 # CFG 2 25.0 % / 10.4 %; T 0.3 / 5 / 3 10.4 %; T 0.7 / 20 / 1.5 8.3 %; T 1 / off / 1 8.3 %; T 0.1 / 3 / 1.5 12.5 %;
 # T 0.3 / 5 / 1.5 6.2 % (48 images each: ±6 points of noise)
+# Session 7, the window (bench on 24 validation names × 2 seeds, 1 thread, bf16, docs/bench-val-emoji64-v3-window.json):
+# a verify's cost grows with its width on this CPU (bf16: width 13 ≈ 1.3× a vanilla step, width 25 ≈ 1.6×), and
+# tokens per round grow slowly past 12 (k64 δ0.2: 2.46 / 2.89 / 3.18 / 3.24 at windows 8 / 12 / 16 / 24), so
+# window 12 is fastest: 2.07× against 1.79× at 24 (exact: 1.95× against 1.67×). δ tightening along the draft
+# (δ0.4·0.7^i, δ0.4·0.5^i, k256 δ0.6·0.5^i at window 12) measured 2.01× / 1.97× / 2.06×: no faster, so δ stays flat.
 CLASS_DEFAULTS = GenerationSettings(temperature=0.5, top_k=10, top_p=1.0, cfg_scale=2.0, drafter="jacobi",
-                                    draft_length=24, k=64, delta=0.2)
+                                    draft_length=12, k=64, delta=0.2)
 
 
 def _load_json(path: Path) -> dict:
@@ -300,9 +305,14 @@ def targets_table(metrics: dict, report: dict | None, defaults) -> str:
     vqm, rm, ceil = metrics.get("vq", {}), metrics.get("recogniser", {}), metrics.get("judge_ceiling", {})
     by_name = {m["name"]: m for m in (report or {}).get("methods", [])}
     van = reference_of(by_name.values()) or {}
+    def same(m, field, value, missing):  # a report field, else the method's settings, else what it meant before
+        return m.get(field, (m.get("settings") or {}).get(field, missing)) == value
+
     default = next((m for m in by_name.values() if m.get("family") in ("lantern", "jacobi-relaxed")
-                    and m.get("k") == defaults.k
-                    and m.get("delta") == defaults.delta and m.get("drafter") == defaults.drafter), {})
+                    and m.get("k") == defaults.k and m.get("delta") == defaults.delta
+                    and m.get("drafter") == defaults.drafter
+                    and same(m, "draft_length", defaults.draft_length, defaults.draft_length)
+                    and same(m, "delta_decay", defaults.delta_decay, 1.0)), {})
     exact = (by_name.get(f"exact-{defaults.drafter}-L{defaults.draft_length}")
              or by_name.get(f"exact-{defaults.drafter}", {}))
     n = (report or {}).get("config", {}).get("n")
