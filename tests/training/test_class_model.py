@@ -188,3 +188,71 @@ def test_growing_the_repertoire_through_the_trainer_keeps_old_classes_token_for_
         for style in range(2):
             c = torch.tensor([[i, style, 0]])
             assert torch.equal(generate_tokens(core, c, s)[0], generate_tokens(grown, c, s)[0])
+
+
+def test_a_training_pack_trains_without_the_dataset_and_the_gpu_script_runs_on_cpu(tmp_path):
+    """`train ar --pack-out` writes a class run's prepared data as one file; `--pack` trains from it alone (no
+    dataset, no tokenizer), and the GPU script's train step runs end to end with DEVICE=cpu: what a GPU machine
+    runs, checked here. A pack whose classes do not extend the grown model's in order is refused by name."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from lantern_studio.engine.checkpoints import load_gpt
+
+    prep = _prepared(shuffle_labels=False)
+    p = argparse.ArgumentParser()
+    ar.add_arguments(p)
+    args = p.parse_args(["--run", str(tmp_path / "prep"), "--condition", "class", "--pack-out",
+                         str(tmp_path / "pack.pt")])
+    args.prepared = prep
+    assert ar.train(args) == {"pack": str(tmp_path / "pack.pt")}
+    assert not (tmp_path / "prep" / "gpt.safetensors").exists()  # packing trains nothing
+    pack = ar.load_pack(tmp_path / "pack.pt")
+    assert torch.equal(pack["codes"], prep["codes"]) and pack["vocabulary"] == prep["vocabulary"]
+    # the script's layout: the pack and the model it grows from, under gpu-pack/ of a copy of the repository
+    repo = Path(__file__).resolve().parents[2]
+    work = tmp_path / "repo"
+    (work / "packaging" / "gpu").mkdir(parents=True)
+    script = work / "packaging" / "gpu" / "train_v3_gpu.sh"
+    script.write_bytes((repo / "packaging" / "gpu" / "train_v3_gpu.sh").read_bytes())
+    (work / "app").symlink_to(repo / "app")
+    (work / "gpu-pack").mkdir()
+    (work / "gpu-pack" / "pack.pt").write_bytes((tmp_path / "pack.pt").read_bytes())
+    env = dict(os.environ, DEVICE="cpu", STEPS="6", BATCH="8", LAYERS="1", DIM="32", HEADS="2", MINUTES="5",
+               GROW_FROM="none", THREADS="1", EVAL_EVERY="3", LOG_EVERY="2", PATH=f"{Path(sys.executable).parent}:"
+               + os.environ.get("PATH", ""))
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(["bash", str(script), "train", str(tmp_path / "out")], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    gpt = load_gpt(tmp_path / "out" / "gpt.safetensors")
+    assert gpt.config.num_classes == IDENTITIES and gpt.config.dim == 32
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["step"] == 6 and (tmp_path / "out" / "identities.json").read_text() == prep["vocabulary"]
+    # growing from a model whose classes the pack does not start with: refused, naming identities.json
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "gpt.safetensors").write_bytes((tmp_path / "out" / "gpt.safetensors").read_bytes())
+    (other / "identities.json").write_text(json.dumps({"classes": [{"identity": "Z9"}], "outside": []}))
+    args = p.parse_args(["--run", str(tmp_path / "grown"), "--condition", "class", "--pack", str(tmp_path / "pack.pt"),
+                         "--grow-from", str(other / "gpt.safetensors"), "--steps", "1", "--batch", "4", "--dim", "32",
+                         "--layers", "1", "--heads", "2", "--threads", "1"])
+    with pytest.raises(SystemExit, match="identities.json"):
+        ar.train(args)
+
+
+def test_evaluate_averages_over_every_chunk_of_rows():
+    """The NLL over more rows than one evaluation batch is the row-weighted mean of its chunks (a local that
+    shadowed the batch size once broke every evaluation past the first chunk)."""
+    from lantern_studio.engine.model import Transformer
+
+    prep = _prepared(shuffle_labels=False)
+    margs = ar.class_model_args(VOCAB, GRID, IDENTITIES, STYLES, len(TONES), 32, 1, 2, 0.0)
+    torch.manual_seed(0)
+    model = Transformer(margs)
+    idx = torch.arange(len(prep["cond"]))
+    whole = ar.evaluate(model, prep, idx, batch=10)
+    parts = [(ar.evaluate(model, prep, idx[s : s + 10], batch=10), len(idx[s : s + 10])) for s in range(0, len(idx), 10)]
+    assert len(parts) == 3 and whole == pytest.approx(sum(v * n for v, n in parts) / len(idx), rel=1e-5)

@@ -35,7 +35,8 @@ from ..models.classes import TONES, class_rows, read_vocabulary, vocabulary_from
 from ..models.dataset import load_dataset
 from ..paths import data_dir, runs_dir
 from . import distributed
-from .common import Budget, RunLog, StopSignals, cosine_lr, load_checkpoint, save_checkpoint, write_json
+from .common import (Budget, RunLog, StopSignals, atomic_torch_save, cosine_lr, load_checkpoint, save_checkpoint,
+                     write_json)
 from .data import identity_weights, short_caption
 
 SHIFTS = [(0, 0), (2, 2), (-2, -2)]
@@ -232,6 +233,49 @@ def batch_from(prep: dict, idx: torch.Tensor, gen: torch.Generator, augment: boo
     return tok, prep["emb"][t].float(), prep["mask"][t]
 
 
+def check_grows(old_identities: Path, vocabulary) -> None:
+    """A grown model keeps its old class rows: the new vocabulary must list the old identities first, in order
+    (a pack made from another repertoire or order would silently relabel them)."""
+    if not old_identities.is_file() or not vocabulary:
+        return
+
+    def keys(text):
+        return [c.get("identity") for c in json.loads(text).get("classes", [])]
+
+    old, new = keys(old_identities.read_text(encoding="utf-8")), keys(vocabulary)
+    if new[: len(old)] != old:
+        raise SystemExit(f"train ar --grow-from: the training data's classes do not start with the "
+                         f"{len(old)} classes of {old_identities} in their order; prepare it with --grow-from")
+
+
+def on_device(batch, device):
+    """A batch from :func:`batch_from` (tokens, condition, mask or None) on ``device``."""
+    return tuple(None if t is None else t.to(device, non_blocking=True) for t in batch)
+
+
+PACK_KEYS = ("kind", "codes", "cond", "train", "weights", "vocab_size", "grid", "vocabulary", "identities", "styles",
+             "tones")
+
+
+def write_pack(prep: dict, path: Path) -> None:
+    """The prepared training data of a class run in one file (tokens, classes, weights, the class vocabulary):
+    what a machine without the dataset, the tokenizer or this package's data tools needs to train
+    (``train ar --pack FILE``; packaging/gpu/train_v3_gpu.sh)."""
+    if prep.get("kind") != "class":
+        raise SystemExit("train ar --pack-out: only class runs (--condition class) make packs")
+    atomic_torch_save({k: prep[k] for k in PACK_KEYS}, path)
+
+
+def load_pack(path: Path) -> dict:
+    if not path.is_file():
+        raise SystemExit(f"train ar --pack {path}: no such file")
+    prep = torch.load(path, map_location="cpu", weights_only=True)
+    missing = [k for k in PACK_KEYS if k not in prep]
+    if missing:
+        raise SystemExit(f"train ar --pack {path}: not a training pack (missing {', '.join(missing)})")
+    return prep
+
+
 def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0):
     """Next-token cross-entropy. With a neighbour table (V, k) and ``weight`` > 0 the target is
     soft, neighbour-aware (as IAR / SNCE argue for image tokens): 1 − weight on the token, weight
@@ -254,7 +298,8 @@ def evaluate(model: Transformer, prep: dict, idx: torch.Tensor, batch: int = 64)
     g = torch.Generator().manual_seed(0)
     for s in range(0, len(idx), batch):
         b = idx[s : s + batch]
-        tot += float(nll(model, *batch_from(prep, b, g, augment=False))) * len(b)
+        rows = on_device(batch_from(prep, b, g, augment=False), next(model.parameters()).device)
+        tot += float(nll(model, *rows)) * len(b)
         n += len(b)
     model.train(was)
     return tot / max(n, 1)
@@ -275,7 +320,12 @@ def _train(args, group) -> dict:
     # Rank 0 writes the run's log; other ranks keep their own beside it.
     log = RunLog(run) if group.main else RunLog(run / f"rank{group.rank}", quiet=True)
     # The one-off tokenizing pass uses every core; the training loop then runs with --threads.
+    if args.prepared is None and args.pack:
+        args.prepared = load_pack(Path(args.pack))
+        log(f"training data from the pack {args.pack}: {len(args.prepared['cond'])} images")
     if args.prepared is None:
+        if not args.vq:
+            raise SystemExit("train ar: --vq is needed to tokenize the dataset (or give --pack)")
         torch.set_num_threads(max(args.threads, (os.cpu_count() or 1) // group.world))
         if not group.main:
             distributed.barrier(group)  # rank 0 tokenizes once; the others read its cache
@@ -288,7 +338,13 @@ def _train(args, group) -> dict:
             distributed.barrier(group)
     else:
         prep = args.prepared
+    if args.pack_out:
+        if group.main:
+            write_pack(prep, Path(args.pack_out))
+            log(f"wrote the training pack {args.pack_out} ({Path(args.pack_out).stat().st_size / 2**20:.1f} MiB)")
+        return {"pack": str(args.pack_out)}
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     train_idx = torch.nonzero(prep["train"]).flatten()
     held_idx = torch.nonzero(~prep["train"]).flatten()
     # Every identity weighs the same, however many variants and styles it has.
@@ -303,7 +359,9 @@ def _train(args, group) -> dict:
         margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim,
                            args.layers, args.heads)
     model = Transformer(margs)
-    neighbours = neighbour_table(args.vq, args.neighbour_k) if args.neighbour_weight > 0 else None
+    if args.neighbour_weight > 0 and not args.vq:
+        raise SystemExit("train ar: --neighbour-weight needs --vq (the codebook's neighbours)")
+    neighbours = neighbour_table(args.vq, args.neighbour_k).to(device) if args.neighbour_weight > 0 else None
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
     gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
     step, wall_before = 0, 0.0
@@ -314,7 +372,6 @@ def _train(args, group) -> dict:
         if ck["model_args"] != margs.to_dict():
             raise SystemExit(f"{ckpt_path}: was trained with other model settings; use another --run folder")
         model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["opt"])
         if group.main:
             gen.set_state(ck["gen"])
         if "rng" in ck:  # dropout and class dropout draw from torch's global generator
@@ -331,12 +388,18 @@ def _train(args, group) -> dict:
     elif args.grow_from:
         # a trained class model with identity rows appended for the classes the repertoire adds
         old = load_gpt(args.grow_from)
+        check_grows(Path(args.grow_from).parent / "identities.json", prep.get("vocabulary"))
         added = margs.num_classes - old.config.num_classes
         old.grow_identities(added, generator=torch.Generator().manual_seed(args.seed))
         load_state_strict(model, old.state_dict(), args.grow_from)
         log(f"grown from {args.grow_from}: {old.config.num_classes - added} classes kept, {added} added")
     elif args.warm_start:
         warm_start(model, args.warm_start, log)
+    model.to(device)  # after loading: checkpoints and weights are read on the CPU
+    if ck is not None:
+        opt.load_state_dict(ck["opt"])  # here, once the parameters live on the device: its state follows them
+    if ema is not None:
+        ema = {k: v.to(device) for k, v in ema.items()}
     if args.ema and ema is None:
         ema = {k: v.detach().float().clone() for k, v in model.state_dict().items()}
     if getattr(args, "export_only", False):
@@ -356,11 +419,11 @@ def _train(args, group) -> dict:
             return
         save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(),
                         rng=torch.get_rng_state(), step=step, wall=wall_before + budget.elapsed,
-                        model_args=margs.to_dict(), history=history, ema=ema)
+                        model_args=margs.to_dict(), history=history, ema=ema, device=str(device))
 
     model.train()
     t_last, loss_ema = time.time(), None
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16 else torch.autocast("cpu", enabled=False)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
     stop = StopSignals()  # SIGTERM / SIGINT: finish the step, checkpoint, exit (the same command resumes)
     while step < args.steps and not distributed.any_rank(group, budget.spent() or stop.requested is not None):
         lr = cosine_lr(step, args.steps, args.lr, args.warmup)
@@ -368,7 +431,7 @@ def _train(args, group) -> dict:
             gparam["lr"] = lr
         b = train_idx[torch.multinomial(train_w, args.batch, replacement=True, generator=gen)]
         with autocast:
-            loss = nll(step_model, *batch_from(prep, b, gen), neighbours, args.neighbour_weight)
+            loss = nll(step_model, *on_device(batch_from(prep, b, gen), device), neighbours, args.neighbour_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -437,7 +500,10 @@ def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--vq", required=True, help="trained tokenizer (vq.safetensors)")
+    p.add_argument("--vq", default=None, help="trained tokenizer (vq.safetensors); needed unless --pack is given")
+    p.add_argument("--pack", default=None, help="train from a training pack (--pack-out) instead of the dataset")
+    p.add_argument("--pack-out", default=None, help="write the prepared data of a class run to this file and stop")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (a GPU: packaging/gpu/train_v3_gpu.sh)")
     p.add_argument("--data", default=str(data_dir() / "emoji64"))
     p.add_argument("--run", default=str(runs_dir() / "ar"))
     p.add_argument("--steps", type=int, default=8000, help="total steps of the schedule")

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Model v3's recipe, bigger, on one GPU for about ten minutes (issue: "Bundled model v3", item 8).
+#
+# Here (any machine with the dataset and a run that tokenized it, e.g. ~/.cache/lantern-studio/runs/v3-every):
+#     packaging/gpu/train_v3_gpu.sh pack RUN_DIR
+#   writes gpu-pack/ (ignored by git): the run's prepared tokens and classes as one training pack (~13 MB for
+#   the 1,349 everyday identities) and the shipped weights to warm-start from.
+# On the GPU machine (the repository's working tree with gpu-pack/ carried; torch preinstalled, no network):
+#     packaging/gpu/train_v3_gpu.sh train OUT_DIR
+#   trains from the pack with bf16 autocast and writes OUT_DIR/gpt.safetensors, metrics.json, identities.json
+#   and log.txt (the run's checkpoint stays in OUT_DIR/run). Bring them back, then
+#   `lantern-studio train ship --gpt OUT_DIR/gpt.safetensors …` as for a CPU run.
+# Knobs (environment): DEVICE (cuda), MINUTES (9), STEPS (6000), BATCH (256), LAYERS (6), DIM (256), HEADS (8),
+# LR (1e-3), GROW_FROM (gpu-pack/warm.safetensors: the shipped model, its classes kept and the pack's new ones
+# added; "none" to start from scratch). The default size is the shipped one: it decodes at the same speed on a
+# user's CPU, and the GPU's ten minutes give it the many epochs two cores cannot. A bigger model (LAYERS=8 DIM=384:
+# ~15 M parameters, ~30 MB in fp16; resources/ holds at most 60 MB) starts from scratch (GROW_FROM=none).
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$here"
+what="${1:-}"
+case "$what" in
+  pack)
+    run="${2:?usage: train_v3_gpu.sh pack RUN_DIR}"
+    mkdir -p gpu-pack
+    grep -qx '/gpu-pack/' .git/info/exclude 2>/dev/null || echo '/gpu-pack/' >> .git/info/exclude
+    python3 -m lantern_studio train ar --condition class --repertoire "${REPERTOIRE:-everyday}" \
+      --vq "${VQ:-resources/models/emoji-64/vq.safetensors}" --run "$run" --pack-out gpu-pack/pack.pt \
+      ${GROW_FROM:+--grow-from "$GROW_FROM"}
+    for f in gpt.safetensors identities.json model.json; do  # the shipped model: what the GPU run grows from
+      cp "${WARM_DIR:-resources/models/emoji-64}/$f" "gpu-pack/${f/gpt.safetensors/warm.safetensors}"
+    done
+    ls -l gpu-pack
+    ;;
+  train)
+    out="${2:?usage: train_v3_gpu.sh train OUT_DIR}"
+    mkdir -p "$out"
+    export PYTHONPATH="$here/app${PYTHONPATH:+:$PYTHONPATH}"
+    grow="${GROW_FROM:-gpu-pack/warm.safetensors}"
+    args=(--condition class --pack gpu-pack/pack.pt --run "$out/run" --device "${DEVICE:-cuda}" --bf16
+          --steps "${STEPS:-6000}" --budget-minutes "${MINUTES:-9}" --batch "${BATCH:-256}" --layers "${LAYERS:-6}"
+          --dim "${DIM:-256}" --heads "${HEADS:-8}" --lr "${LR:-1e-3}" --warmup "${WARMUP:-200}" --dropout 0
+          --threads "${THREADS:-4}" --eval-every "${EVAL_EVERY:-500}" --log-every "${LOG_EVERY:-50}"
+          --checkpoint-seconds 60)
+    if [ "$grow" != none ]; then args+=(--grow-from "$grow"); fi
+    python3 -m lantern_studio train ar "${args[@]}"
+    for f in gpt.safetensors metrics.json identities.json log.txt; do cp "$out/run/$f" "$out/"; done
+    ls -l "$out"
+    ;;
+  *)
+    echo "usage: train_v3_gpu.sh pack RUN_DIR | train OUT_DIR" >&2
+    exit 2
+    ;;
+esac
