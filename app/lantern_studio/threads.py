@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 
+import torch
+
 
 def configure_decode_threads() -> int:
-    import torch
-
     want = os.environ.get("LANTERN_STUDIO_THREADS")
     if want:
         torch.set_num_threads(max(1, int(want)))

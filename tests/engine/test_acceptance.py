@@ -5,15 +5,14 @@ import pytest
 import torch
 
 from lantern_studio.engine.acceptance import (
-    ACCEPTED_EXACT,
-    ACCEPTED_RELAXED,
     ProximityTable,
-    Relaxation,
     compute_neighbours,
     neighbourhood,
     step_output_distribution,
     verify_chain,
 )
+from lantern_studio.engine.decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
+from lantern_studio.engine.relaxation import Relaxation
 
 V = 9
 

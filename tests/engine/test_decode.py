@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from lantern_studio.engine import acceptance
-from lantern_studio.engine.acceptance import BY_TARGET, ProximityTable
+from lantern_studio.engine.acceptance import ProximityTable
+from lantern_studio.engine.decisions import BY_TARGET
 from lantern_studio.engine.decode import Decoding, generate_tokens
 from lantern_studio.engine.drafters import EagleDrafter, JacobiDrafter
 from lantern_studio.engine.settings import GenerationSettings

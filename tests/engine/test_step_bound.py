@@ -12,12 +12,12 @@ from scipy.optimize import linprog
 
 from lantern_studio.engine import step_bound
 from lantern_studio.engine.acceptance import (
-    BY_TARGET, ProximityTable, Relaxation, lantern_output_distribution, neighbourhood, step_output_distribution,
-    total_variation, verify_chain,
+    ProximityTable, lantern_output_distribution, neighbourhood, step_output_distribution, verify_chain,
 )
 from lantern_studio.engine.budget import normalised_entropy, slot_budgets
 from lantern_studio.engine.decode import Decoding, generate_tokens
 from lantern_studio.engine.drafters import Drafter, JacobiDrafter
+from lantern_studio.engine.relaxation import Relaxation, total_variation
 from lantern_studio.engine.sampling import probs_from_logits
 from lantern_studio.engine.settings import GenerationSettings, SettingsError
 from support.tiny import tiny_gpt

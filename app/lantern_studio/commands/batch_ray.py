@@ -38,7 +38,7 @@ class RayUnavailable(RuntimeError):
 
 def import_ray():
     try:
-        import ray  # here, not at the top: Ray is optional (the [cluster] extra)
+        import ray  # noqa: PLC0415 - Ray is optional (the [cluster] extra)
     except ImportError:
         raise RayUnavailable(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from None
     return ray

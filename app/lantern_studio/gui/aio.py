@@ -17,6 +17,9 @@ import concurrent.futures
 import functools
 from typing import Any, Callable, Coroutine, Optional
 
+import qasync
+from PySide6.QtWidgets import QApplication
+
 _loop: Optional[asyncio.AbstractEventLoop] = None
 _executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
 _tasks: set = set()  # strong references: a task nobody holds could be collected mid-flight
@@ -32,9 +35,6 @@ def loop() -> asyncio.AbstractEventLoop:
     """The studio's loop; a qasync loop attached to the running Qt loop when none was installed."""
     global _loop
     if _loop is None or _loop.is_closed():
-        import qasync
-        from PySide6.QtWidgets import QApplication
-
         _loop = qasync.QEventLoop(QApplication.instance(), already_running=True)
     return _loop
 

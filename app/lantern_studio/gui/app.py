@@ -39,7 +39,7 @@ def create_main_window(model: Optional[str] = None):
     """The studio window (not shown yet); needs / creates the QApplication."""
     application()
     # here, not at the top: the window brings the models and torch, which application() alone does not need
-    from .main_window import MainWindow
+    from .main_window import MainWindow  # noqa: PLC0415 - start-up time: the window brings the models and torch
 
     return MainWindow(model=model)
 

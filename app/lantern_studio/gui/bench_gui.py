@@ -26,11 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from PySide6.QtCore import QEventLoop, Qt, QTimer
+
 
 def _wait(cond, timeout: float) -> bool:
     """Run the event loop (without sleeping in the GUI thread) until cond() or timeout."""
-    from PySide6.QtCore import QEventLoop, QTimer
-
     if cond():
         return True
     loop = QEventLoop()
@@ -48,8 +48,6 @@ class TickRecorder:
     """A 5 ms precise QTimer; the gaps between ticks are the event loop's stalls."""
 
     def __init__(self, interval_ms: int = 5):
-        from PySide6.QtCore import Qt, QTimer
-
         self.ticks = []
         self.timer = QTimer()
         self.timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -191,8 +189,8 @@ def main(argv=None) -> int:
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-    from ..models.tiny import build_tiny_model_dir
-    from .app import create_main_window
+    from ..models.tiny import build_tiny_model_dir  # noqa: PLC0415 - torch-backed, only when this bench runs
+    from .app import create_main_window  # noqa: PLC0415 - after the Qt platform is chosen above
 
     model = args.model or str(build_tiny_model_dir(tmp / "tiny"))
     slow = args.slow_model or (args.model if args.model else str(build_tiny_model_dir(tmp / "slow", grid=16, layers=4,

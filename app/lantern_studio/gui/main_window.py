@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 import numpy as np
+from PIL import Image
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -29,6 +30,7 @@ from ..models import BUNDLED_NAME, TINY_DEMO, model_defaults
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
 from ..records import RecordError, png_text
+from .about_dialog import show_about
 from .banner import Banner
 from .canvas import Canvas
 from .chart import TradeoffChart
@@ -89,8 +91,6 @@ class MainWindow(QMainWindow):
             self.show_error("\n".join(self.store.notices), topic="history", level="warning")
 
     def show_about(self) -> None:
-        from .about_dialog import show_about
-
         show_about(self)
 
     # ------------------------------------------------------------------ building
@@ -328,7 +328,7 @@ class MainWindow(QMainWindow):
 
     def show_models_dialog(self):
         """The Hub catalogue: download (progress, cancel, resume, hash checks) and load a LlamaGen model."""
-        from .models_dialog import ModelsDialog  # here: the dialog is rarely opened, the window starts without it
+        from .models_dialog import ModelsDialog  # noqa: PLC0415 - start-up time: rarely opened, starts without it
 
         if getattr(self, "models_dialog", None) is None:
             self.models_dialog = ModelsDialog(self)
@@ -541,8 +541,6 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ history
     def restore_entry(self, e: Entry) -> None:
-        from PIL import Image
-
         self.controls.set_prompt(e.prompt)
         try:
             self.controls.set_settings(GenerationSettings.from_dict(e.settings))

@@ -30,7 +30,7 @@ MAX_FPS = 30.0
 
 
 def _limit_threads() -> None:
-    from ..threads import configure_decode_threads
+    from ..threads import configure_decode_threads  # noqa: PLC0415 - torch: loaded on the worker thread only
 
     configure_decode_threads()
 

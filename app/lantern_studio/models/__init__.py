@@ -8,9 +8,10 @@ from typing import Optional
 
 from ..engine.checkpoints import CheckpointError
 from ..engine.precision import resolve
+from ..engine.settings import GenerationSettings
 from ..paths import cache_dir, resources_dir
 from . import catalogue
-from .local import load_model_dir
+from .local import load_model_dir, read_manifest
 from .tiny import build_tiny_model_dir
 
 BUNDLED_NAME = "emoji-64"
@@ -56,9 +57,6 @@ def model_defaults(spec: Optional[str]):
     """A model folder's default GenerationSettings read from its model.json alone (no weights, no
     torch work: fast enough for the GUI thread), or None where that cannot be said yet (a catalogue
     model, the tiny demo not built yet, a damaged folder — its load reports that)."""
-    from ..engine.settings import GenerationSettings
-    from .local import read_manifest
-
     if spec == TINY_DEMO:
         return None
     try:

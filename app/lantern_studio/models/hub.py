@@ -156,21 +156,21 @@ def hf_cache_dir() -> Path:
             return Path(os.environ[var]).expanduser()
     if os.environ.get("HF_HOME"):
         return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # noqa: PLC0415 - huggingface_hub: slow import
 
     return Path(constants.HF_HUB_CACHE).expanduser()
 
 
 def hub_endpoint() -> str:
     """$HF_ENDPOINT now (a mirror, or a local test server), else the hub library's endpoint."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # noqa: PLC0415 - huggingface_hub: slow import
 
     return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
 
 
 def is_offline() -> bool:
     """HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) as set now, or as the hub library read it at import."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # noqa: PLC0415 - huggingface_hub: slow import
 
     env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
     return _truthy(env) or bool(getattr(constants, "HF_HUB_OFFLINE", False))
@@ -215,7 +215,7 @@ def check_reachable(timeout: float = 3.0) -> None:
     if is_offline():
         raise NotDownloaded("offline mode is on (HF_HUB_OFFLINE): models already in the cache load; "
                             "unset it to download")
-    from huggingface_hub import get_session
+    from huggingface_hub import get_session  # noqa: PLC0415 - huggingface_hub: slow import
 
     try:
         get_session().head(hub_endpoint() + "/", timeout=timeout)
@@ -228,7 +228,7 @@ def check_reachable(timeout: float = 3.0) -> None:
 
 def cached_path(f: HubFile, cache_dir: Optional[Path] = None) -> Optional[Path]:
     """Path of the file in the local cache, or None. Never touches the network."""
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - huggingface_hub: slow import
 
     p = try_to_load_from_cache(f.repo_id, f.filename, cache_dir=str(cache_dir or hf_cache_dir()), revision=f.revision)
     if isinstance(p, str) and os.path.isfile(p):
@@ -274,9 +274,9 @@ def check_free_space(folder: Path, needed: int, what: str = "the download") -> N
 
 def remote_info(f: HubFile, timeout: float = 10.0) -> RemoteFile:
     """HEAD the file on the hub: exact size, ETag (sha256 for LFS files), commit."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-    from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled,
-                                        RepositoryNotFoundError, RevisionNotFoundError)
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url  # noqa: PLC0415 - huggingface_hub: slow import
+    from huggingface_hub.errors import (  # noqa: PLC0415 - huggingface_hub: slow import
+        EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
 
     ep = hub_endpoint()
     url = hf_hub_url(f.repo_id, f.filename, revision=f.revision, endpoint=ep)
@@ -462,8 +462,9 @@ def download(plan: DownloadPlan, progress: Optional[ProgressFn] = None, cancel: 
              verify: bool = True) -> list:
     """Fetch what ``plan`` lists (see :func:`prepare`); returns {HubFile: local path} for every
     file in the plan. Raises HubUnavailable, IntegrityError, DownloadCancelled."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
+    from huggingface_hub import hf_hub_download  # noqa: PLC0415 - huggingface_hub: slow import
+    from huggingface_hub.errors import (  # noqa: PLC0415 - huggingface_hub: slow import
+        HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled)
 
     state = _State(plan, progress, cancel)
     paths = {f: p for f, p in plan.cached}
@@ -512,7 +513,7 @@ def download(plan: DownloadPlan, progress: Optional[ProgressFn] = None, cancel: 
 def _record_ref(cache_dir: Path, f: HubFile, commit: str) -> None:
     """We download by commit (so HEAD and GET see the same version); keep refs/<revision> pointing at it
     so later lookups by branch name find the file offline."""
-    from huggingface_hub.file_download import repo_folder_name
+    from huggingface_hub.file_download import repo_folder_name  # noqa: PLC0415 - huggingface_hub: slow import
 
     ref = Path(cache_dir) / repo_folder_name(repo_id=f.repo_id, repo_type="model") / "refs" / f.revision
     try:
@@ -536,8 +537,8 @@ def download_files(files: Sequence[HubFile], progress: Optional[ProgressFn] = No
 def remove_files(files: Iterable[HubFile], keep: Iterable[HubFile] = (), dry_run: bool = False) -> int:
     """Delete cached files (all cached revisions of each) with huggingface_hub's cache tools;
     files also listed in ``keep`` survive. Returns the bytes freed (expected, when dry_run)."""
-    from huggingface_hub import scan_cache_dir
-    from huggingface_hub.errors import CacheNotFound
+    from huggingface_hub import scan_cache_dir  # noqa: PLC0415 - huggingface_hub: slow import
+    from huggingface_hub.errors import CacheNotFound  # noqa: PLC0415 - huggingface_hub: slow import
 
     cache = hf_cache_dir()
     try:

@@ -19,15 +19,19 @@ from pathlib import Path
 from typing import Optional
 
 import torch
+from safetensors.torch import load_file
 
-from ..engine.checkpoints import CheckpointError, load_gpt, load_weights, save_gpt, save_weights
+from ..engine.checkpoints import (CheckpointError, load_gpt, load_state_strict, load_weights, save_gpt,
+                                  save_weights)
 from ..engine.files import atomic_write, sha256_file
 from ..engine.drafters import EagleHead
 from ..engine.pipeline import ImagePipeline, ModelSource
-from ..engine.settings import GenerationSettings
+from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.snap import IdentityConditioner
 from ..engine.text import CaptionConditioner, ClassConditioner, HashEncoder, MiniLMEncoder
+from ..engine.tokenizer import load_vq, save_vq
 from .classes import read_vocabulary
+from .quality import PromptScorer
 from ..paths import cache_dir
 
 FORMAT = "lantern-studio-model/1"
@@ -179,8 +183,6 @@ def _encoder(spec: dict):
 
 def identity_conditioner(spec: dict, folder: Path) -> IdentityConditioner:
     """A factorised class model's conditioner from its folder: identities.json, the snap vectors."""
-    from safetensors.torch import load_file
-
     vocab = read_vocabulary(folder_file(folder, spec["identities"], "conditioning.identities"),
                             spec["styles"], spec["tones"])
     t = load_file(str(folder_file(folder, spec["snap"]["vectors"], "conditioning.snap.vectors")))
@@ -209,8 +211,6 @@ def make_conditioner(spec: dict, folder: Optional[Path] = None):
         encoder = _encoder(spec)
         snap = spec.get("snap")
         if snap and folder is not None:
-            from safetensors.torch import load_file
-
             rows = json.loads(folder_file(folder, snap["captions"], "conditioning.snap.captions").read_text())
             captions = [r["caption"] if isinstance(r, dict) else r for r in rows]
             tensors = load_file(str(folder_file(folder, snap["vectors"], "conditioning.snap.vectors")))
@@ -253,8 +253,6 @@ def check_conditioning_fits(folder: Path, spec: dict, conditioner, gpt) -> None:
 def load_eagle(path, gpt_config) -> EagleHead:
     sd, _ = load_weights(path, "eagle")
     head = EagleHead(gpt_config)
-    from ..engine.checkpoints import load_state_strict
-
     load_state_strict(head, sd, path)
     return head.eval()
 
@@ -263,9 +261,6 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
     """Model folder → ImagePipeline. ``verify`` checks file hashes against model.json
     (remembered per file by size and mtime). Every problem is a CheckpointError
     naming the folder's file."""
-    from ..engine.settings import SettingsError
-    from ..engine.tokenizer import load_vq
-
     folder = Path(folder)
     man = read_manifest(folder)
     if verify:
@@ -295,8 +290,6 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
     scorer = None
     if man.get("recogniser"):
         folder_file(folder, man["recogniser"], "recogniser")
-        from .quality import PromptScorer
-
         scorer = PromptScorer(folder, man, conditioner)
     pipe = ImagePipeline(
         gpt, vq, conditioner, eagle, defaults, man.get("name", folder.name),
@@ -310,8 +303,6 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
 def save_model_dir(folder, gpt, vq, vq_args, conditioning: dict, defaults: GenerationSettings, name: str,
                    eagle: Optional[EagleHead] = None, extra: Optional[dict] = None, dtype=torch.float16) -> dict:
     """Write a complete model folder (fp16 safetensors + model.json with hashes)."""
-    from ..engine.tokenizer import save_vq
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     save_gpt(gpt, folder / "gpt.safetensors", dtype=dtype)

@@ -40,6 +40,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable
 
 import numpy as np
+from PIL import Image
+from tqdm import tqdm
 
 from lantern_studio import paths
 from ..engine.files import atomic_write, sha256_file
@@ -558,9 +560,6 @@ def build_from_extracted(
     version, sha256, …) is recorded in the manifest; by default it is read from
     each folder's ``package.json``. Returns the manifest.
     """
-    from PIL import Image
-    from tqdm import tqdm
-
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     vendor_dirs = {"google": Path(google_dir), "twitter": Path(twitter_dir)}

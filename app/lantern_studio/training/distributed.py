@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,6 @@ def wrap(model: torch.nn.Module, group: Group) -> torch.nn.Module:
     """The module to call in the training step: DDP-wrapped (gradients all-reduced) when distributed."""
     if not group.active:
         return model
-    from torch.nn.parallel import DistributedDataParallel
-
     return DistributedDataParallel(model)
 
 

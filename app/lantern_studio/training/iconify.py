@@ -164,7 +164,7 @@ def svg_document(data: IconData, name: str) -> str:
 def rasterize(svg: str, size: int = 64) -> np.ndarray:
     """SVG markup → (size, size, 3) uint8 on white, via resvg."""
     try:
-        import resvg_py
+        import resvg_py  # noqa: PLC0415 - optional package (the data extra), guarded here
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise IconSetError("resvg-py is needed to render SVG emoji: pip install resvg-py") from exc
     try:

@@ -66,6 +66,7 @@ from lantern_studio import paths
 # the network, its input convention and its weights file are the shipped inference side (models/recogniser.py)
 from ..models.recogniser import (ARCH, KIND, RecogniserConfig, RecogniserNet, load_recogniser_net,  # noqa: F401
                                  save_recogniser, subgroup_pool, to_input)
+from ..engine.tokenizer import load_vq
 from ..models.dataset import DatasetError, default_out_dir, load_dataset
 from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
@@ -495,8 +496,6 @@ class _Trainer:
         """The same held-out metrics on the images after a round trip through the
         tokenizer ``--vq-ceiling`` (encode, decode): what a perfect AR model could
         score through that tokenizer. Up to ``--vq-ceiling-images`` rows, spread evenly."""
-        from ..engine.tokenizer import load_vq
-
         idx = self.data.heldout_idx
         n = min(len(idx), self.a.vq_ceiling_images)
         if n == 0:

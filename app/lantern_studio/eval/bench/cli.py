@@ -7,7 +7,19 @@ import os
 import sys
 from pathlib import Path
 
+import torch
+from tqdm import tqdm
+
+from ...devices import pick_device
+from ...engine.checkpoints import CheckpointError
+from ...engine.precision import PrecisionError, name as precision_name, native_bf16, resolve
+from ...engine.settings import SettingsError
+from ...engine.text import PromptError
+from ...models import load_pipeline
 from ...reports import machine_info
+from ...threads import configure_decode_threads
+from ..floor import step_vs_floor
+from ..width_cost import cost_curve, describe as describe_windows, window_picks
 from .methods import method_grid, select_methods
 from .prompts import choose_prompts
 from .quality import _load_dataset_quietly, load_quality
@@ -57,12 +69,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...devices import pick_device
-    from ...engine.checkpoints import CheckpointError
-    from ...engine.settings import SettingsError
-    from ...engine.text import PromptError
-    from ...models import load_pipeline
-
     quick = bool(getattr(args, "quick", False))
     n = args.n if args.n is not None else (QUICK_PROMPTS if quick else DEFAULT_N)
     try:
@@ -71,17 +77,11 @@ def run(args: argparse.Namespace) -> int:
         if args.threads is not None:
             if args.threads < 1:
                 raise BenchError(f"--threads: must be ≥ 1, got {args.threads}")
-            import torch
-
             torch.set_num_threads(args.threads)
         else:
-            from ...threads import configure_decode_threads
-
             configure_decode_threads()
         if not (0.0 <= args.max_fidelity_drop <= 1.0):
             raise BenchError(f"--max-fidelity-drop: must be in [0, 1], got {args.max_fidelity_drop}")
-        from ...engine.precision import PrecisionError, name as precision_name, native_bf16, resolve
-
         device = pick_device(args.device)
         try:
             spec_precision = precision_name(resolve(args.precision, device))
@@ -121,8 +121,6 @@ def run(args: argparse.Namespace) -> int:
     runs_total = len(methods) * (len(prompts) + (0 if args.no_warmup else 1))
     bar = None
     if not args.quiet:
-        from tqdm import tqdm
-
         bar = tqdm(total=runs_total, unit="img", desc="bench", file=sys.stderr, dynamic_ncols=True)
 
     def progress(msg):
@@ -149,10 +147,6 @@ def run(args: argparse.Namespace) -> int:
     report["model"] = {"name": pipe.name, "folder": str(folder) if folder is not None else None,
                        "vocab_size": pipe.vocab_size, "grid": pipe.grid, "drafters": list(pipe.drafters),
                        "defaults": pipe.defaults.to_dict()}
-    from ..floor import step_vs_floor
-
-    from ..width_cost import cost_curve, window_picks
-
     report["step_floor"] = [{"precision": p, **step_vs_floor(pipe.with_precision(p), prompts[0])}
                             for p in vanilla_precisions]
     report["width_cost"] = [{"precision": p, "curve": cost_curve(pipe.with_precision(p), prompts[0])}
@@ -162,8 +156,6 @@ def run(args: argparse.Namespace) -> int:
     load = report["load_average"]["start"]
     cores = os.cpu_count() or 1
     if load and load[0] > cores:
-        import torch
-
         hint = ", or try --threads 1" if torch.get_num_threads() > 1 else ""
         notes.append(f"the machine was busy (load average {load[0]:.1f} on {cores} cores): timings are noisy; "
                      f"rerun when idle{hint}")
@@ -198,8 +190,6 @@ def run(args: argparse.Namespace) -> int:
     for sf in report["step_floor"]:
         print(f"vanilla decode step ({sf['precision']}) {sf['step_ms']:.2f} ms vs matmul-only floor "
               f"{sf['floor_ms']:.2f} ms ({sf['ratio']:.2f}×; {sf['rows']} CFG rows, {sf['threads']} threads)")
-    from ..width_cost import describe as describe_windows
-
     for line in describe_windows(report["width_cost"], report["window_picks"]):
         print(line)
     for note in report["notes"]:

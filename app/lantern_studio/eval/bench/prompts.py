@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
 
 import numpy as np
 
+from ..metrics import prompt_subgroup
 from .schema import BenchError
 
 #: Prompts used when neither the model folder, the dataset nor --prompts gives any.
@@ -106,8 +106,6 @@ def _choose(pipe, n: int, prompts_file, dataset) -> tuple[list[tuple], str]:
     def lookup(text):
         if meta is None:
             return None
-        from ..metrics import prompt_subgroup
-
         return prompt_subgroup(text, meta)
 
     def no_ids(pool):

@@ -9,6 +9,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ...models.dataset import DatasetError, load_dataset, split_indices
+from ..metrics import Recogniser
+
+
 @dataclass
 class Quality:
     """What the model folder / dataset offer for judging images."""
@@ -31,8 +35,6 @@ class Quality:
 
 
 def _load_dataset_quietly(data_dir):
-    from ...models.dataset import DatasetError, load_dataset
-
     try:
         return load_dataset(data_dir)
     except (DatasetError, OSError, ValueError) as e:
@@ -50,8 +52,6 @@ def load_quality(folder: Optional[Path], dataset=None) -> Quality:
     if rec_path is None or not rec_path.is_file():
         q.notes.append("no recogniser.safetensors in the model folder: quality fields are null")
         return q
-    from ..metrics import Recogniser
-
     try:
         q.recogniser = Recogniser.load(rec_path)
     except Exception as e:  # noqa: BLE001 - a broken recogniser must not stop the speed bench
@@ -66,8 +66,6 @@ def load_quality(folder: Optional[Path], dataset=None) -> Quality:
             q.notes.append(f"{feats_path.name}: shape {f.shape} does not fit the recogniser "
                            f"({q.recogniser.feature_dim} features); ignored")
     if q.real_features is None and isinstance(dataset, tuple):
-        from ...models.dataset import split_indices
-
         images, meta, _ = dataset
         idx = split_indices(meta, "heldout")
         if len(idx) >= 2:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ...engine.files import atomic_write
 from ...reports import reference_of
+from ..plots import sample_grid, tradeoff_plot
 from .schema import CSV_FIELDS
 
 def _f(x, spec=".2f", none="—"):
@@ -82,8 +83,6 @@ def write_json(report: dict, path) -> Path:
 
 def write_pictures(report: dict, out_dir) -> dict:
     """The trade-off plot and the sample grid into ``out_dir``; → {kind: path}."""
-    from ..plots import sample_grid, tradeoff_plot
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     methods = report["methods"]

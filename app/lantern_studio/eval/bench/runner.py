@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -33,8 +34,6 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
     """
     methods = list(methods)
     if measure_tv:
-        from dataclasses import replace
-
         methods = [replace(m, measure_tv=True) for m in methods]
     if not any(m.family == "vanilla" for m in methods):
         methods = vanilla_methods((pipe.precision,)) + methods

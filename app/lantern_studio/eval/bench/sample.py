@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from .methods import Method
 
@@ -22,8 +23,6 @@ class Sample:
 
 def _sync(pipe) -> None:
     try:
-        import torch
-
         if pipe.device.type == "cuda":
             torch.cuda.synchronize(pipe.device)
     except Exception:  # noqa: BLE001 - timing helper, never fatal

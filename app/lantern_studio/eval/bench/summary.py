@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ...reports import reference_of
+from ..metrics import frechet_distance, prompt_fidelity, wanted_ranks
 from .methods import Method
 from .quality import Quality
 from .sample import Sample
@@ -106,22 +107,16 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         if subgroups is not None:
             labels = [_known(rec, sg, "subgroup") for sg in subgroups[:n]]
             if any(sg is not None for sg in labels):
-                from ..metrics import prompt_fidelity
-
                 row["prompt_fidelity"] = prompt_fidelity(rec, images, labels, k=5)
         if identities is not None and "identity" in rec.levels:
             wanted = [_known(rec, ids, "identity") for ids in identities[:n]]
             if any(w is not None for w in wanted):
-                from ..metrics import wanted_ranks
-
                 ranks = wanted_ranks(rec, images, wanted, level="identity")
                 got = np.array([r for r in ranks if r is not None])
                 row["identity_top1"], row["identity_top5"] = float(np.mean(got < 1)), float(np.mean(got < 5))
                 for pp, r in zip(row["per_prompt"], ranks):
                     pp["identity_rank"] = r  # 0: the judge's first choice is a right identity
         if quality.real_features is not None and n >= 2:
-            from ..metrics import frechet_distance
-
             row["frechet_distance"] = frechet_distance(rec.features(images), quality.real_features)
     return row
 
