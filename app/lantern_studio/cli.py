@@ -139,10 +139,13 @@ def cmd_gui(args) -> int:
         print(f"lantern-studio: {problem}", file=sys.stderr)
         return 1
     unreachable = x_display_unreachable() if _display_available() else None
-    if not _display_available() or unreachable:
+    if unreachable:  # a display was named but nobody answers: say which, and stop (Qt would abort with rc 134)
+        print(f"lantern-studio: the display DISPLAY={unreachable} cannot be reached (no X server answers there): "
+              "start it, or unset DISPLAY to make a sample image from the command line instead", file=sys.stderr)
+        return 1
+    if not _display_available():
         out = _free_name("lantern-sample")
-        why = (f"the display DISPLAY={unreachable} cannot be reached (no X server answers there)" if unreachable
-               else "no display found (DISPLAY / WAYLAND_DISPLAY are unset)")
+        why = "no display found (DISPLAY / WAYLAND_DISPLAY are unset)"
         print(
             f"lantern-studio: {why}, so the studio window "
             "cannot open.\nUse the command line instead, e.g.\n"
