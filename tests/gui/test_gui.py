@@ -130,10 +130,14 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow):
     after = [n for n, flagged in steps if flagged]
     assert len(after) <= 1  # the loop checks the flag before every step
     total = w.model_info.grid ** 2
-    assert steps[-1][0] < total and seen[-1] == steps[-1][0]  # the last frame shows where it stopped
+    assert steps[-1][0] < total
+    # the last frame shows where it stopped; signals from the worker arrive asynchronously, so on a loaded
+    # machine give the GUI thread a moment to take them (the full suite failed once here, in a fresh clone
+    # beside a training run)
+    qtbot.waitUntil(lambda: seen[-1] == steps[-1][0] and not w.engine.busy, timeout=WAIT)
     assert "cancelled" in w.canvas.progress.format()
     assert w.store.count() == 0 and list(w.store.images.iterdir()) == []  # no row, no half a file
-    assert w.last_result is None and not w.engine.busy
+    assert w.last_result is None
     # closing the window mid-run stops the worker promptly and writes nothing
     seen.clear()
     w.generate()
