@@ -24,6 +24,28 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+class slow_steps:
+    """Sleep ``seconds`` after every decoding step in the worker thread, until ``undo()`` (the studio has no such
+    knob itself: this script wraps the worker's per-step view)."""
+
+    def __init__(self, seconds: float):
+        import time
+
+        from lantern_studio.gui import worker
+
+        self._view, self._real = worker._LiveView, worker._LiveView.step
+        real = self._real
+
+        def step(view, ev):
+            real(view, ev)
+            time.sleep(seconds)
+
+        worker._LiveView.step = step
+
+    def undo(self) -> None:
+        self._view.step = self._real
+
+
 def wait(cond, timeout: float) -> bool:
     from PySide6.QtCore import QEventLoop, QTimer
 
@@ -108,7 +130,7 @@ def main(argv=None) -> int:
 
     # 1. mid-generation, overlay on, one more job (the next seed) waiting in the queue
     w.canvas.set_overlay(True)
-    w.engine.worker.throttle_s = args.throttle
+    throttle = slow_steps(args.throttle)  # the bundled model decodes too fast to catch mid-way otherwise
     total = info.grid ** 2
     c.set_prompt(args.prompt)
     c.seed.setValue(8)
@@ -120,7 +142,7 @@ def main(argv=None) -> int:
     if not caught:
         print("warning: did not catch the run mid-way (try a larger --throttle)", file=sys.stderr)
     grab(w, out / "screenshot-generating.png")
-    w.engine.worker.throttle_s = 0.0
+    throttle.undo()
     wait(lambda: not w.engine.busy, 600)
 
     # 2. the trade-off: a Compare, a δ sweep on the same prompt / seed / sampling, a final Compare

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
-from support.studio import WAIT, open_window, run_job  # noqa: E402
+from support.studio import WAIT, on_steps, open_window, record_started, run_job  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -103,7 +103,7 @@ def test_frames_are_throttled_and_the_finished_picture_always_sent(qtbot, tiny):
     assert r.recording.fixed[-1] == frames[-1].n_fixed  # the replay recorded every step through generate
 
 
-def test_cancel_stops_within_a_few_steps(qtbot, slow):
+def test_cancel_stops_within_a_few_steps(qtbot, slow, monkeypatch):
     w = open_window(qtbot, slow)
     w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("none"))  # 256 steps, one token each
     steps = []  # (tokens fixed, cancel already requested?) per step, recorded in the worker thread
@@ -112,7 +112,7 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow):
         steps.append((ev.n_fixed, job.cancel_requested))
         time.sleep(0.01)
 
-    w.engine.worker.step_hook = hook
+    on_steps(monkeypatch, hook)
     seen, cancelled = [], []
     w.engine.frame.connect(lambda f: seen.append(f.n_fixed))
     w.engine.job_cancelled.connect(cancelled.append)
@@ -333,6 +333,7 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
 
     monkeypatch.setattr(ImagePipeline, "warm_up", held_warm_up)
     w = create_main_window(str(tiny))
+    started = record_started(w)
     qtbot.addWidget(w)
     w.show()
     qtbot.waitUntil(lambda: w.engine.loading == "warming up the decoder…", timeout=WAIT)
@@ -349,7 +350,7 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     assert "waiting for the model" in w.canvas.progress.format()
     w.queue_view.update_from(w.engine)
     assert "waiting for the model" in w.queue_view.list.item(0).text()
-    assert w.last_result is None and not w.started_jobs
+    assert w.last_result is None and not started
     release.set()
     qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
     assert stages == ["loading text encoder…", "preparing neighbour table…", "warming up the decoder…"]
@@ -399,10 +400,10 @@ def test_the_studio_runs_on_a_qasync_loop(tmp_path):
     assert "qasync loop True 42" in r.stdout
 
 
-def test_enter_generates_shift_enter_is_a_new_line_and_esc_stops_both_halves_of_a_compare(qtbot, slow):
+def test_enter_generates_shift_enter_is_a_new_line_and_esc_stops_both_halves_of_a_compare(qtbot, slow, monkeypatch):
     w = open_window(qtbot, slow)
     w.controls.set_settings(w.controls.settings().with_(drafter="jacobi"))
-    w.engine.worker.step_hook = lambda job, ev: time.sleep(0.01)
+    on_steps(monkeypatch, lambda job, ev: time.sleep(0.01))
     w.controls.set_prompt("two")
     w.controls.prompt.setFocus()
     w.controls.prompt.moveCursor(w.controls.prompt.textCursor().MoveOperation.End)

@@ -14,7 +14,7 @@ from lantern_studio.gui.jobs import UNFILLED  # noqa: E402
 from lantern_studio.gui.replay import Recording, ReplayError, recording_of  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 
-from support.studio import WAIT, open_window, run_job  # noqa: E402
+from support.studio import WAIT, on_steps, open_window, run_job  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ class FakeClock:
         return self.t
 
 
-def recorded_grids(w):
+def recorded_grids(monkeypatch):
     """Hook the worker: the decision grid after every step, as the engine produced it."""
     grids = []
 
@@ -39,14 +39,14 @@ def recorded_grids(w):
         grid[ev.positions] = ev.decisions
         grids.append(grid)
 
-    w.engine.worker.step_hook = hook
+    on_steps(monkeypatch, hook)
     return grids
 
 
-def test_replay_reproduces_the_decision_grid_at_every_step(qtbot, tiny):
+def test_replay_reproduces_the_decision_grid_at_every_step(qtbot, tiny, monkeypatch):
     w = open_window(qtbot, tiny)
     w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
-    grids = recorded_grids(w)
+    grids = recorded_grids(monkeypatch)
     job, r = run_job(qtbot, w, "a red heart")
     rec = w.replay.recording
     assert rec is not None and rec.steps == len(grids) > 1 and w.replay.play_button.isEnabled()

@@ -71,7 +71,6 @@ class MainWindow(QMainWindow):
         self.last_result: Optional[JobResult] = None
         self.last_entry: Optional[Entry] = None
         self.shown_job_id: Optional[int] = None
-        self.started_jobs: list = []  # every job the worker started (tests and the bench read it)
         self._compare: Dict[int, dict] = {}
         self._banner_topic = ""
         self._closed = False
@@ -458,7 +457,6 @@ class MainWindow(QMainWindow):
         self.queue_view.update_from(self.engine)
 
     def _job_started(self, job: Job) -> None:
-        self.started_jobs.append(job)
         self.shown_job_id = job.id
         self._canvas_finished = False
         self.replay.load(None, None)

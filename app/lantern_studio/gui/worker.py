@@ -71,8 +71,6 @@ class Worker(QObject):
         self.pipeline = None
         self.spec: Optional[str] = None
         self._loaded_spec = object()  # sentinel: nothing loaded
-        self.throttle_s = 0.0  # test / demo hook: sleep this long after each step
-        self.step_hook = None  # test hook: called as hook(job, event) in the worker thread after each step
         self.max_fps = MAX_FPS
         self.warm = True  # warm the text encoder, neighbour table and decode path before saying ready
         self._threads_set = False
@@ -184,10 +182,6 @@ class _LiveView:
         self.tokens[ev.positions] = ev.tokens
         self.decisions[ev.positions] = ev.decisions
         self.event = ev
-        if w.step_hook is not None:
-            w.step_hook(self.job, ev)
-        if w.throttle_s:
-            time.sleep(w.throttle_s)
         if ev.done:
             return  # the final frame is the finished image
         if time.perf_counter() - self._sent_at >= max(1.0 / w.max_fps, 3.0 * self._cost):
