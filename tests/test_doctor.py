@@ -204,3 +204,17 @@ def test_an_unreachable_display_is_named_in_one_line_and_exits_1(tmp_path):
             pytest.skip("the free port is below X's range")
         assert doctor.x_display_unreachable({"DISPLAY": f"127.0.0.1:{port - 6000}"}) is None
     assert doctor.x_display_unreachable({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"}) is None
+
+
+def test_env_flags_and_the_nearest_existing_folder(tmp_path, monkeypatch):
+    """One helper each, shared by the doctor's probes and the Hub code (they had a copy each)."""
+    from lantern_studio import paths
+
+    assert [paths.env_flag(v) for v in ("1", " yes ", "TRUE", "on")] == [True] * 4
+    assert [paths.env_flag(v) for v in (None, "", "0", "off", "no", "2")] == [False] * 6
+    deep = tmp_path / "a" / "b" / "c.bin"
+    assert paths.existing_parent(deep) == tmp_path
+    (tmp_path / "a").mkdir()
+    assert paths.existing_parent(deep) == tmp_path / "a"
+    monkeypatch.chdir(tmp_path)
+    assert paths.existing_parent("a/b") == tmp_path / "a"  # relative paths resolve from the working folder

@@ -68,10 +68,6 @@ def _human_bytes(n: Optional[float]) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
-def _truthy(value: Optional[str]) -> bool:
-    return (value or "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-
-
 # --------------------------------------------------------------------------- probes
 
 
@@ -352,13 +348,6 @@ def probe_paths() -> dict:
     return out
 
 
-def _existing_parent(p: Path) -> Path:
-    p = Path(p).expanduser()
-    while not p.exists() and p.parent != p:
-        p = p.parent
-    return p
-
-
 def probe_disk(paths_info: dict) -> dict:
     out = {}
     for key in ("app_data", "cache"):
@@ -368,7 +357,7 @@ def probe_disk(paths_info: dict) -> dict:
             continue
 
         def one(where=where):
-            base = _existing_parent(Path(where))
+            base = paths.existing_parent(Path(where))
             u = shutil.disk_usage(base)
             return {"path": where, "measured_at": str(base), "free_bytes": u.free, "free": _human_bytes(u.free),
                     "total": _human_bytes(u.total), "exists": Path(where).exists()}
@@ -472,7 +461,7 @@ def probe_huggingface() -> dict:
     out["cache_exists"] = Path(cache).expanduser().is_dir()
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "HF_HOME", "HF_HUB_CACHE"):
         out[var] = os.environ.get(var)
-    out["offline"] = _truthy(os.environ.get("HF_HUB_OFFLINE")) or _truthy(os.environ.get("TRANSFORMERS_OFFLINE"))
+    out["offline"] = any(paths.env_flag(os.environ.get(v)) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
     out["token_set"] = bool(os.environ.get("HF_TOKEN"))  # never the token itself
     return out
 

@@ -67,3 +67,17 @@ def app_data_dir(create: bool = True) -> Path:
     if create:
         path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def env_flag(value) -> bool:
+    """An environment variable's value read as a switch: 1, on, yes, true (any case) are on; anything else off."""
+    return (value or "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def existing_parent(path) -> Path:
+    """The nearest folder at or above ``path`` that exists (where a file there would land: its disk)."""
+    path = Path(path).expanduser().absolute()
+    for p in (path, *path.parents):
+        if p.exists():
+            return p
+    return path

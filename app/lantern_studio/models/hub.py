@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence, Union
 
+from ..paths import env_flag, existing_parent
+
 __all__ = [
     "HubFile", "RemoteFile", "DownloadPlan", "DownloadProgress",
     "HubError", "HubUnavailable", "NotDownloaded", "NotEnoughSpace", "IntegrityError", "DownloadCancelled",
@@ -145,10 +147,6 @@ CancelLike = Union[None, threading.Event, Callable[[], bool]]
 # --------------------------------------------------------------------------- environment
 
 
-def _truthy(value: Optional[str]) -> bool:
-    return (value or "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-
-
 def hf_cache_dir() -> Path:
     """The HF hub cache, resolved now: $HF_HUB_CACHE, else $HF_HOME/hub, else the hub's default."""
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
@@ -173,7 +171,7 @@ def is_offline() -> bool:
     from huggingface_hub import constants  # noqa: PLC0415 - huggingface_hub: slow import
 
     env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
-    return _truthy(env) or bool(getattr(constants, "HF_HUB_OFFLINE", False))
+    return env_flag(env) or bool(getattr(constants, "HF_HUB_OFFLINE", False))
 
 
 def format_size(n: Optional[int]) -> str:
@@ -244,19 +242,11 @@ def is_installed(files: Iterable[HubFile], cache_dir: Optional[Path] = None) -> 
     return not missing(files, cache_dir)
 
 
-def _existing_parent(path: Path) -> Path:
-    path = Path(path).absolute()
-    for p in [path, *path.parents]:
-        if p.exists():
-            return p
-    return path
-
-
 def check_free_space(folder: Path, needed: int, what: str = "the download") -> None:
     """Raise NotEnoughSpace unless ``folder``'s disk has ``needed`` bytes (+2% headroom) free."""
     if needed <= 0:
         return
-    where = _existing_parent(folder)
+    where = existing_parent(folder)
     try:
         free = shutil.disk_usage(where).free
     except OSError:
