@@ -172,12 +172,12 @@ RECIPE_V3 = [
     "    --bench-json docs/bench-common-emoji64-v3-everyday.json",
     "# on a GPU (packaging/gpu/train_v3_gpu.sh): `pack RUNS/v3-every` here, `train OUT` there, then ship OUT's weights",
     "# session-end snapshot of the unfinished continuation: the same run resumed with --steps 3400 --threads 1 (a second",
-    "# cosine from step 1700; everything else as above), stopped by SIGTERM at step 2349 (NLL 1.694 @2250); its export",
+    "# cosine from step 1700; everything else as above), stopped by SIGTERM at step 2455 (NLL 1.694 @2250); its export",
     "lantern-studio train ar --condition class --repertoire everyday --vq RUNS/vq-v2.safetensors --run RUNS/v3-every \\",
     "    --grow-from resources/models/emoji-64/gpt.safetensors --layers 6 --dim 256 --heads 8 --steps 3400 --dropout 0 --export",
-    "#   -> snapshots/emoji-64-ar-v3-every-step2349.safetensors (sha256 5e8452510799b641017c371ffc983b0778cccdf8f09d57c271dde8023f031f8a)",
+    "#   -> snapshots/emoji-64-ar-v3-every-step2455.safetensors (sha256 3411db0066eba6dd7dab2a099a828bf7e6deffd8991bcf4c4e2fff27d67f296d)",
     "# to continue on a new machine: that command with a new --run folder, --lr 1e-3 --warmup 100 --bf16 --threads 2",
-    "#   --init-from snapshots/emoji-64-ar-v3-every-step2349.safetensors --start-step 2349 (keep --grow-from: the shipped",
+    "#   --init-from snapshots/emoji-64-ar-v3-every-step2455.safetensors --start-step 2455 (keep --grow-from: the shipped",
     "#   identities.json gives the class order the snapshot was trained with)",
 ]
 
