@@ -8,7 +8,7 @@ import torch
 
 from lantern_studio.engine.checkpoints import load_llamagen_gpt, save_llamagen_gpt
 from lantern_studio.engine.class_embedding import NULL_IDENTITY, FactorisedClassEmbedder
-from lantern_studio.engine.decode import _cfg_batch, generate_tokens
+from lantern_studio.engine.decode import cfg_batch, generate_tokens
 from lantern_studio.engine.model import LabelEmbedder, ModelArgs, Transformer
 from lantern_studio.engine.settings import GenerationSettings
 
@@ -58,7 +58,7 @@ def test_class_dropout_trains_the_null_vector_only_in_training():
 def test_cfg_uses_the_null_row_for_the_unconditional_half():
     gpt = _randomised(_args())
     cond = torch.tensor([[2, 1, 3]])
-    both, _ = _cfg_batch(gpt, cond, None, uses_cfg=True)
+    both, _ = cfg_batch(gpt, cond, None, uses_cfg=True)
     assert both.tolist() == [[2, 1, 3], [NULL_IDENTITY, 1, 3]]
     prefix = gpt.embed_condition(both)
     assert torch.equal(prefix[1, 0], gpt.cls_embedding.null_embedding[0])

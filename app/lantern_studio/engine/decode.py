@@ -84,7 +84,8 @@ class DecodeStats:
         return d
 
 
-def _cfg_batch(gpt: Transformer, cond: torch.Tensor, caption_mask, uses_cfg: bool):
+def cfg_batch(gpt: Transformer, cond: torch.Tensor, caption_mask, uses_cfg: bool):
+    """The prefix rows a decode runs: the condition, and its null half after it when guidance is on."""
     if not uses_cfg:
         return cond, caption_mask
     cond2 = torch.cat([cond, gpt.null_condition(cond)])
@@ -175,7 +176,7 @@ class Decoding:
         gpt, params, st = self.gpt, self.params, self.settings
         gen = torch.Generator(device=self.tokens.device)
         gen.manual_seed(st.seed)
-        cond, mask = _cfg_batch(gpt, self.cond, self.caption_mask, params.uses_cfg)
+        cond, mask = cfg_batch(gpt, self.cond, self.caption_mask, params.uses_cfg)
         rows = cond.shape[0]
         t0 = time.perf_counter()
         gpt.setup_cache(rows, mask)  # the caches of the last generation, reused (and zeroed) when they fit

@@ -12,6 +12,8 @@ import time
 
 import torch
 
+from ..engine.decode import cfg_batch
+
 
 def _linears(gpt):
     for layer in gpt.layers:
@@ -20,24 +22,29 @@ def _linears(gpt):
     yield gpt.output
 
 
+def prefix_rows(pipe, prompt: str):
+    """(condition rows, caption mask or None) of one decode of ``prompt`` at the model's defaults, both halves
+    when it guides, the condition in the weights' dtype: what a timing probe prefills."""
+    c = pipe.conditioner(prompt)
+    mask = c.mask.to(pipe.device) if c.mask is not None else None
+    cond, mask = cfg_batch(pipe.gpt, c.cond.to(pipe.device), mask, pipe.defaults.sampling.uses_cfg)
+    if cond.is_floating_point():
+        cond = cond.to(next(pipe.gpt.parameters()).dtype)
+    return cond, mask
+
+
 @torch.inference_mode()
 def step_vs_floor(pipe, prompt: str = "red heart", steps: int = 64, repeats: int = 3) -> dict:
     """→ {"step_ms", "floor_ms", "ratio", "rows"} for the pipeline's target on this machine."""
     gpt = pipe.gpt
-    params = pipe.defaults.sampling
-    c = pipe.conditioner(prompt)
-    cond = c.cond.to(pipe.device)
-    mask = c.mask.to(pipe.device) if c.mask is not None else None
-    if params.uses_cfg:
-        cond = torch.cat([cond, gpt.null_condition(cond)])
-        mask = None if mask is None else torch.cat([mask, mask])
+    cond, mask = prefix_rows(pipe, prompt)
     rows = cond.shape[0]
     dev = pipe.device
     steps = max(1, min(steps, gpt.block_size - 1))  # the cache holds one image
     best_step = float("inf")
     for _ in range(repeats):
         gpt.setup_cache(rows, mask)
-        gpt.prefill(cond.to(next(gpt.parameters()).dtype) if cond.is_floating_point() else cond)
+        gpt.prefill(cond)
         tok = torch.zeros(rows, 1, dtype=torch.long, device=dev)
         t = time.perf_counter()
         for i in range(steps):

@@ -14,6 +14,8 @@ from typing import Dict, Sequence
 
 import torch
 
+from .floor import prefix_rows
+
 WIDTHS = (1, 2, 4, 8, 12, 16, 20, 25, 33, 49)  # 1 = a vanilla step; W + 1 for a window of W drafts
 FIRST_INDEX = 96  # verify here (a third in, on smaller grids), with a typical amount of context cached
 
@@ -25,20 +27,14 @@ def cost_curve(pipe, prompt: str, widths: Sequence[int] = WIDTHS, rounds: int = 
     width first (first calls allocate), then the repeats interleave the widths, so a burst of load on the
     machine lands on all widths alike rather than on one."""
     gpt = pipe.gpt
-    c = pipe.conditioner(prompt)
-    cond = c.cond.to(pipe.device)
-    mask = c.mask.to(pipe.device) if c.mask is not None else None
-    if pipe.defaults.sampling.uses_cfg:
-        cond = torch.cat([cond, gpt.null_condition(cond)])
-        mask = None if mask is None else torch.cat([mask, mask])
+    cond, mask = prefix_rows(pipe, prompt)
     rows = cond.shape[0]
-    dtype = next(gpt.parameters()).dtype
     total = pipe.grid * pipe.grid
     first = min(FIRST_INDEX, total // 3)
     sizes = list(dict.fromkeys(max(1, min(int(w), total - first - 1)) for w in widths))  # a small grid clips
     best = {w: float("inf") for w in sizes}
     gpt.setup_cache(rows, mask)
-    gpt.prefill(cond.to(dtype) if cond.is_floating_point() else cond)
+    gpt.prefill(cond)
     try:
         for rep in range(repeats + 1):
             for width in sizes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -34,6 +35,7 @@ ICON_COLOUR = "#e6e6ea"  # the stylesheet's text colour: icons read as text does
 GLYPHS = ("play", "pause", "close")
 
 
+@functools.lru_cache(maxsize=None)  # drawn once each: Play/Pause swap icons at every toggle
 def glyph_icon(name: str, size: int = 16, colour: str = ICON_COLOUR) -> QIcon:
     """A small light icon drawn here (play, pause, close) rather than a text glyph such as U+23F8, which many
     fonts lack (it showed as a missing-glyph box), or a style's standard icon, which is dark on this theme."""

@@ -419,7 +419,7 @@ def _train(args, group) -> dict:
             return
         save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(),
                         rng=torch.get_rng_state(), step=step, wall=wall_before + budget.elapsed,
-                        model_args=margs.to_dict(), history=history, ema=ema, device=str(device))
+                        model_args=margs.to_dict(), history=history, ema=ema)
 
     model.train()
     t_last, loss_ema = time.time(), None
