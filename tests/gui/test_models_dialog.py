@@ -140,3 +140,25 @@ def test_class_picker_names_each_class_once_and_ids_for_shared_names():
 
     cond = ClassConditioner(names)
     assert [cond.match(s) for s in shown] == list(range(1000))  # what the box holds is what the model draws
+
+
+def test_a_late_hub_check_does_not_overwrite_a_download_s_error(qtbot, hub_server, tiny_catalogue, monkeypatch):
+    """The check started when the dialog opened may answer after a Download has already failed: the failure's
+    line stays (it once cleared it, and the full suite caught it)."""
+    import threading
+
+    c2i, _ = tiny_catalogue
+    gate = threading.Event()
+    real = hub.check_reachable
+    monkeypatch.setattr(hub, "check_reachable", lambda *a, **k: (gate.wait(30), real(*a, **k))[1])
+    w = open_window(qtbot, None)
+    d = w.show_models_dialog()
+    d.select(c2i.name)
+    go_offline(monkeypatch)
+    task = d.download_or_load()
+    qtbot.waitUntil(task.done, timeout=WAIT)
+    error = d.last_error
+    assert error and "HF_HUB_OFFLINE" in error
+    gate.set()
+    qtbot.waitUntil(lambda: d.hub_check.done(), timeout=WAIT)
+    assert d.last_error == error and d.status.text() == error

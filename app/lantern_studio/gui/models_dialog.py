@@ -94,17 +94,18 @@ class ModelsDialog(QDialog):
     def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
         if (self.hub_check is None or self.hub_check.done()) and not self.downloading:
-            self.hub_check = aio.start(self._check_hub())
+            self.hub_check = aio.start(self._check_hub(self.task))
 
-    async def _check_hub(self) -> Optional[str]:
-        """Say whether the hub can be reached as the dialog opens, before anyone presses Download."""
+    async def _check_hub(self, download) -> Optional[str]:
+        """Say whether the hub can be reached as the dialog opens, before anyone presses Download. ``download``:
+        the download task when the check was asked for; one started since has said something newer."""
         try:
             await aio.in_thread(hub.check_reachable)
             self.hub_problem = None
         except hub.HubError as e:
             self.hub_problem = f"{e}" + ("" if isinstance(e, hub.NotDownloaded) else
                                          "; models already in the cache still load")
-        if not self.downloading and self.isVisible():  # a running download's own lines win
+        if self.task is download and not self.downloading and self.isVisible():
             self._say(f"Hub: {self.hub_problem}." if self.hub_problem else "")
             self._selection_changed()
         return self.hub_problem
