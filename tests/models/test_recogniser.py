@@ -110,7 +110,7 @@ def test_training_beats_chance_on_heldout(trained, dataset):
     pred = r.predict(images[held]).argmax(1)
     want = [r.classes.index(meta[i]["subgroup"]) for i in held]
     assert abs(float(np.mean(pred == want)) - m["heldout_top1"]) < 1e-6
-    assert (run_dir / rec.CHECKPOINT_NAME).is_file() and (run_dir / rec.LOG_NAME).is_file()
+    assert (run_dir / rec.CHECKPOINT_NAME).is_file() and (run_dir / "log.txt").is_file()
 
 
 def test_weights_file_format(trained):
@@ -142,7 +142,7 @@ def test_save_load_round_trip_identical(trained, dataset, tmp_path):
     np.testing.assert_array_equal(r.predict(batch), copy.predict(batch))
     # And the fp16 export is close to the fp32 training checkpoint.
     ckpt = torch.load(run_dir / rec.CHECKPOINT_NAME, map_location="cpu", weights_only=True)
-    net = rec.RecogniserNet(rec.RecogniserConfig.from_dict(json.loads(ckpt["config"])))
+    net = rec.RecogniserNet(rec.RecogniserConfig.from_dict(json.loads(ckpt["extra"]["config"])))
     net.load_state_dict(ckpt["model"])
     fp32 = Recogniser(net, {}).predict(batch)
     np.testing.assert_allclose(r.predict(batch), fp32, atol=2e-2)
@@ -176,8 +176,8 @@ def test_resume_continues_from_saved_step(dataset, tmp_path):
     assert ckpt["step"] == 20
     m = json.loads((run_dir / rec.METRICS_NAME).read_text())
     assert m["steps"] == 20 and m["complete"] is True
-    log = (run_dir / rec.LOG_NAME).read_text()
-    assert "resuming from" in log and "at step 8" in log
+    log = (run_dir / "log.txt").read_text()
+    assert "resumed from step 8" in log
     assert "step 10/20" in log  # the resumed run counted on from 8, not from 0
     # Nothing left to do: a re-run trains no steps and keeps the file.
     assert rec.main(args) == 0

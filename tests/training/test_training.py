@@ -14,6 +14,7 @@ import torch
 from lantern_studio.engine import GenerationSettings
 from lantern_studio.models import load_pipeline
 from lantern_studio.training import ar, drafter, ship, vq
+from lantern_studio.training.loop import CHECKPOINT_NAME, read_checkpoint
 
 SUBGROUPS = ["animal-mammal", "food-fruit", "heart"]
 
@@ -186,16 +187,16 @@ def test_ar_ema_weights_are_exported_and_export_only_rewrites_them(dataset, tmp_
             "--threads", "1", "--eval-every", "100", "--eval-images", "4", "--warmup", "1", "--lr", "1e-2"]
     m = ar.train(parse(ar, [*argv, "--ema", "0.5"]))
     assert m["ema"] == 0.5 and np.isfinite(m["heldout_nll_ema"])
-    ck = torch.load(tmp_path / "ar" / "ckpt.pt", weights_only=True)
+    ck = torch.load(tmp_path / "ar" / CHECKPOINT_NAME, weights_only=True)
     exported = load_gpt(tmp_path / "ar" / "gpt.safetensors").state_dict()
     some = "tok_embeddings.weight" if "tok_embeddings.weight" in exported else next(iter(exported))
     # The export is the average (to fp16), not the raw last weights.
-    assert torch.allclose(exported[some].float(), ck["ema"][some].half().float())
-    assert not torch.allclose(ck["ema"][some], ck["model"][some])
+    assert torch.allclose(exported[some].float(), ck["extra"]["ema"][some].half().float())
+    assert not torch.allclose(ck["extra"]["ema"][some], ck["model"][some])
     (tmp_path / "ar" / "gpt.safetensors").unlink()
     m2 = ar.train(parse(ar, [*argv, "--ema", "0.5", "--export"]))
     assert m2["step"] == 4 and (tmp_path / "ar" / "gpt.safetensors").is_file()
-    assert torch.load(tmp_path / "ar" / "ckpt.pt", weights_only=True)["step"] == 4
+    assert torch.load(tmp_path / "ar" / CHECKPOINT_NAME, weights_only=True)["step"] == 4
 
 
 @pytest.mark.slow
@@ -243,69 +244,104 @@ def _tiny_vq_file(path):
     return path
 
 
-def _ar_command(dataset, vq_file, run, steps):
+def _command(kind, dataset, vq_file, run, steps):
+    """The same tiny training command of each trainer: checkpoints every 0.3 s, never logs."""
     import sys
 
-    return [sys.executable, "-m", "lantern_studio", "train", "ar", "--vq", str(vq_file), "--data", str(dataset),
-            "--run", str(run), "--steps", str(steps), "--batch", "2", "--dim", "16", "--layers", "1", "--heads", "2",
-            "--length", "6", "--encoder", "hash:16", "--threads", "1", "--eval-every", "1000000", "--eval-images",
-            "2", "--checkpoint-seconds", "0.3", "--log-every", "1000000", "--warmup", "1"]
+    common = ["--run", str(run), "--steps", str(steps), "--threads", "1", "--checkpoint-seconds", "0.3",
+              "--log-every", "1000000", "--warmup", "1"]
+    if kind == "ar":
+        return [sys.executable, "-m", "lantern_studio", "train", "ar", "--vq", str(vq_file), "--data", str(dataset),
+                "--batch", "2", "--dim", "16", "--layers", "1", "--heads", "2", "--length", "6", "--encoder",
+                "hash:16", "--eval-every", "1000000", "--eval-images", "2", *common]
+    if kind == "vq":
+        tiny = json.dumps({"ch": 8, "encoder_ch_mult": [1, 1, 1, 1], "decoder_ch_mult": [1, 1, 1, 1],
+                           "z_channels": 8, "codebook_size": 32, "codebook_embed_dim": 4, "norm_groups": 4})
+        return [sys.executable, "-m", "lantern_studio", "train", "vq", "--data", str(dataset), "--batch", "2",
+                "--vq-args", tiny, "--kmeans-step", "-1", "--precision", "fp32", "--eval-every", "0", *common]
+    assert kind == "recogniser"
+    return [sys.executable, "-m", "lantern_studio", "train", "recogniser", "--data", str(dataset), "--batch", "4",
+            "--stem", "4", "--widths", "4,8", "--feature-dim", "8", "--eval-every", "0", "--train-eval-images", "4",
+            *common]
 
 
-def _wait_for_checkpoint(proc, run, at_least: int, timeout: float = 120.0) -> None:
+def _wait_for_checkpoint(proc, kind, run, at_least: int, timeout: float = 120.0) -> None:
     import time
-
-    from lantern_studio.training.common import load_checkpoint
 
     t0 = time.time()
     while time.time() - t0 < timeout:
         assert proc.poll() is None, "training ended before it could be stopped"
-        if (run / "ckpt.pt").is_file() and load_checkpoint(run / "ckpt.pt")["step"] >= at_least:
+        if (run / CHECKPOINT_NAME).is_file() and read_checkpoint(run / CHECKPOINT_NAME, kind)["step"] >= at_least:
             return
         time.sleep(0.1)
     raise AssertionError("no checkpoint appeared")
 
 
-def test_kill_9_mid_training_loses_only_the_steps_since_the_last_checkpoint(dataset, tmp_path):
-    """SIGKILL at an arbitrary moment (after a few checkpoints): the checkpoint on disk is whole (written
-    to a temporary file and renamed, never in place), and the same command resumes from its step."""
+TRAINERS = ["ar", "vq", "recogniser"]
+
+
+@pytest.mark.parametrize("kind", TRAINERS)
+def test_kill_9_mid_training_loses_only_the_steps_since_the_last_checkpoint(kind, dataset, tmp_path):
+    """Every trainer runs on the one loop driver: SIGKILL at an arbitrary moment (after a few checkpoints)
+    leaves the checkpoint on disk whole (written to a temporary file and renamed, never in place), and the
+    same command resumes from its step."""
     import subprocess
 
-    from lantern_studio.training.common import load_checkpoint
-
     vq_file, run = _tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
-    proc = subprocess.Popen(_ar_command(dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(_command(kind, dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        _wait_for_checkpoint(proc, run, at_least=3)
+        _wait_for_checkpoint(proc, kind, run, at_least=3)
     finally:
         proc.kill()
         proc.wait()
-    ck = load_checkpoint(run / "ckpt.pt")  # loads: never torn
+    ck = read_checkpoint(run / CHECKPOINT_NAME, kind)  # loads: never torn
     done = ck["step"]
     assert done >= 3 and not list(run.glob("*.tmp*"))
-    out = subprocess.run(_ar_command(dataset, vq_file, run, done + 2), capture_output=True, text=True, timeout=300)
+    out = subprocess.run(_command(kind, dataset, vq_file, run, done + 2), capture_output=True, text=True,
+                         timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"resumed from step {done}" in (run / "log.txt").read_text()
-    assert load_checkpoint(run / "ckpt.pt")["step"] == done + 2
+    assert read_checkpoint(run / CHECKPOINT_NAME, kind)["step"] == done + 2
 
 
-def test_sigterm_checkpoints_the_step_it_stopped_at_and_exits_143(dataset, tmp_path):
+@pytest.mark.parametrize("kind", TRAINERS)
+def test_sigterm_checkpoints_the_step_it_stopped_at_and_exits_143(kind, dataset, tmp_path):
     import signal
     import subprocess
 
-    from lantern_studio.training.common import load_checkpoint
-
     vq_file, run = _tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
-    proc = subprocess.Popen(_ar_command(dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(_command(kind, dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        _wait_for_checkpoint(proc, run, at_least=2)
+        _wait_for_checkpoint(proc, kind, run, at_least=2)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 143
     finally:
         if proc.poll() is None:
             proc.kill()
     log = (run / "log.txt").read_text()
-    step = load_checkpoint(run / "ckpt.pt")["step"]
+    step = read_checkpoint(run / CHECKPOINT_NAME, kind)["step"]
     assert f"stopped by SIGTERM at step {step}; checkpoint saved" in log
+
+
+def test_a_checkpoint_of_another_trainer_or_format_is_refused_by_name(tmp_path):
+    """One checkpoint format, with the trainer's kind in it: a vq checkpoint in an ar run folder, a
+    torn file, or the old per-trainer format each get one line naming the file."""
+    from lantern_studio.training.loop import FORMAT
+
+    path = tmp_path / CHECKPOINT_NAME
+    torch.save({"format": FORMAT, "kind": "vq", "step": 3}, path)
+    with pytest.raises(ValueError, match="a checkpoint of `train vq`, not `train ar`"):
+        read_checkpoint(path, "ar")
+    path.write_bytes(b"PK\x03\x04 torn")
+    with pytest.raises(ValueError, match="unreadable checkpoint"):
+        read_checkpoint(path, "vq")
+    torch.save({"step": 3, "model": {}}, path)
+    with pytest.raises(ValueError, match="not a lantern-studio training checkpoint"):
+        read_checkpoint(path, "vq")
+    path.unlink()
+    assert read_checkpoint(path, "vq") is None
+    torch.save({"step": 3}, tmp_path / "ckpt.pt")
+    with pytest.raises(ValueError, match="ckpt.pt: a checkpoint in the format before"):
+        read_checkpoint(path, "ar")

@@ -53,22 +53,22 @@ def test_train_resume_export(dataset, tmp_path, capsys):
     # first invocation stops after 3 of 6 steps, leaving a checkpoint
     assert vq.run(cli(dataset, run, "--steps", "6", "--stop-after", "3")) == 0
     ckpt = torch.load(run / vq.CHECKPOINT_NAME, map_location="cpu", weights_only=True)
-    assert ckpt["step"] == 3 and ckpt["kmeans_done"]
+    assert ckpt["step"] == 3 and ckpt["kind"] == "vq" and ckpt["extra"]["kmeans_done"]
     # a stopped run exports the weights it has, marked by their step count
     assert json.loads((run / vq.METRICS_NAME).read_text())["steps"] == 3
     assert load_vq(run / "vq.safetensors").args.codebook_size == 32
-    first = capsys.readouterr().out
+    first = capsys.readouterr().err
     assert "step 2/6" in first and "k-means" in first and "eval step 3" in first
 
     # the same command resumes from step 3 and finishes, then exports
     out = tmp_path / "export" / "tok.safetensors"
     assert vq.run(cli(dataset, run, "--steps", "6", "--out", str(out))) == 0
-    second = capsys.readouterr().out
-    assert "resuming from step 3" in second
+    second = capsys.readouterr().err
+    assert "resumed from step 3" in second
     assert "step 4/6" in second and "step 2/6" not in second
     ckpt = torch.load(run / vq.CHECKPOINT_NAME, map_location="cpu", weights_only=True)
     assert ckpt["step"] == 6
-    assert "step 6/6" in (run / vq.LOG_NAME).read_text()
+    assert "step 6/6" in (run / "log.txt").read_text()
 
     metrics = json.loads((run / vq.METRICS_NAME).read_text())
     assert metrics["steps"] == 6 and metrics["heldout_images"] == 4
@@ -99,7 +99,7 @@ def test_budget_stops_cleanly_and_bad_input(dataset, tmp_path, capsys):
     run = tmp_path / "run"
     assert vq.run(cli(dataset, run, "--steps", "50", "--budget-minutes", "0")) == 0
     assert torch.load(run / vq.CHECKPOINT_NAME, weights_only=True)["step"] == 0
-    assert "wall budget" in capsys.readouterr().out
+    assert "wall budget" in capsys.readouterr().err
     assert vq.run(cli(tmp_path / "nowhere", run, "--steps", "5")) == 2
     assert "images.npy" in capsys.readouterr().err
     assert vq.run(cli(dataset, run, "--steps", "0")) == 2
@@ -138,8 +138,8 @@ def test_decoder_only_keeps_every_token(dataset, tmp_path, capsys):
     assert vq.run(cli(dataset, run, "--steps", "6", "--init-from", str(base))) == 2
     assert "--decoder-only" in capsys.readouterr().err
     assert vq.run(cli(dataset, run, "--steps", "6", "--out", str(fine), *common)) == 0
-    out = capsys.readouterr().out
-    assert "k-means" not in out and "resuming from step 3" in out
+    out = capsys.readouterr().err
+    assert "k-means" not in out and "resumed from step 3" in out
 
     a, b = load_vq(base), load_vq(fine)
     sa, sb = a.state_dict(), b.state_dict()

@@ -35,8 +35,8 @@ from ..models.classes import TONES, class_rows, read_vocabulary, vocabulary_from
 from ..models.dataset import load_dataset
 from ..paths import data_dir, runs_dir
 from . import distributed
-from .common import (Budget, RunLog, StopSignals, atomic_torch_save, cosine_lr, load_checkpoint, save_checkpoint,
-                     write_json)
+from .common import RunLog, atomic_torch_save, cosine_lr, write_json
+from .loop import CHECKPOINT_NAME, LoopSettings, TrainingLoop, read_checkpoint, restore
 from .data import identity_weights, short_caption
 
 SHIFTS = [(0, 0), (2, 2), (-2, -2)]
@@ -120,7 +120,7 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
     out = {"key": repr(key), "kind": "caption", "codes": codes, "texts": texts, "emb": emb, "mask": mask,
            "variants": variants, "train": split, "weights": weights, "vocab_size": vq.args.codebook_size,
            "grid": codes.shape[-1]}
-    save_checkpoint(run / "prepared.pt", **out)
+    atomic_torch_save(out, run / "prepared.pt")
     log(f"prepared {codes.shape[1]} images x {len(shifts)} shifts, {len(texts)} texts in {time.time() - t0:.0f}s")
     return out
 
@@ -163,7 +163,7 @@ def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shift
     if cached is None:
         t0 = time.time()
         codes = tokenize_shifts(images[keep], load_vq(vq_path), shifts, log)
-        save_checkpoint(run / "prepared.pt", key=repr(key), codes=codes, vocab_size=int(codes.max()) + 1)
+        atomic_torch_save({"key": repr(key), "codes": codes, "vocab_size": int(codes.max()) + 1}, run / "prepared.pt")
         log(f"tokenized {len(keep)} images of {len(vocab.identities)} identities ({repertoire}) x {len(shifts)} "
             f"shifts in {time.time() - t0:.0f}s")
     else:
@@ -305,6 +305,60 @@ def evaluate(model: Transformer, prep: dict, idx: torch.Tensor, batch: int = 64)
     return tot / max(n, 1)
 
 
+class ArTrainer:
+    """The AR model's trainer on the one loop driver (:mod:`.loop`): identity-balanced batches,
+    teacher-forced cross-entropy (optionally neighbour-aware), an optional EMA of the weights."""
+
+    kind = "ar"
+
+    def __init__(self, args, prep: dict, model: Transformer, group, device: torch.device,
+                 neighbours: torch.Tensor | None, train_idx, train_w, held_idx):
+        self.a, self.prep, self.model, self.device, self.neighbours = args, prep, model, device, neighbours
+        self.train_idx, self.train_w, self.held_idx = train_idx, train_w, held_idx
+        self.opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
+        self.gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
+        self.step = 0
+        self.ema = None
+        self.step_model = distributed.wrap(model, group)
+        self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
+
+    def start_ema(self) -> None:
+        if self.a.ema and self.ema is None:
+            self.ema = {k: v.detach().float().clone() for k, v in self.model.state_dict().items()}
+
+    def train_step(self) -> dict[str, float]:
+        a = self.a
+        lr = cosine_lr(self.step, a.steps, a.lr, a.warmup)
+        for gparam in self.opt.param_groups:
+            gparam["lr"] = lr
+        b = self.train_idx[torch.multinomial(self.train_w, a.batch, replacement=True, generator=self.gen)]
+        with self.autocast:
+            loss = nll(self.step_model, *on_device(batch_from(self.prep, b, self.gen), self.device), self.neighbours,
+                       a.neighbour_weight)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        if self.ema is not None:
+            with torch.no_grad():
+                for k, v in self.model.state_dict().items():
+                    self.ema[k].mul_(a.ema).add_(v.detach().float(), alpha=1 - a.ema)
+        self.step += 1
+        return {"loss": float(loss.detach()), "lr": lr}
+
+    def evaluate(self) -> tuple[dict, str]:
+        h = evaluate(self.model, self.prep, self.held_idx[: self.a.eval_images])
+        tr = evaluate(self.model, self.prep, self.train_idx[: self.a.eval_images])
+        return {"heldout_nll": h, "train_nll": tr}, f"held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}"
+
+    def extra_state(self) -> dict:
+        return {"model_args": self.model.config.to_dict(), "ema": self.ema}
+
+    def load_extra_state(self, extra: dict) -> None:
+        ema = extra.get("ema")
+        self.ema = None if ema is None else {k: v.to(self.device) for k, v in ema.items()}
+
+
 def train(args) -> dict:
     """Train (or resume); under torchrun every rank runs this, rank 0 logs, saves and exports."""
     group = distributed.setup()
@@ -362,29 +416,21 @@ def _train(args, group) -> dict:
     if args.neighbour_weight > 0 and not args.vq:
         raise SystemExit("train ar: --neighbour-weight needs --vq (the codebook's neighbours)")
     neighbours = neighbour_table(args.vq, args.neighbour_k).to(device) if args.neighbour_weight > 0 else None
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
-    gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
-    step, wall_before = 0, 0.0
-    ckpt_path = run / "ckpt.pt"
-    ck = load_checkpoint(ckpt_path)
-    ema = None
+    ckpt_path = run / CHECKPOINT_NAME
+    try:
+        ck = read_checkpoint(ckpt_path, ArTrainer.kind)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    start_step = 0
     if ck is not None:
-        if ck["model_args"] != margs.to_dict():
+        if ck["extra"]["model_args"] != margs.to_dict():
             raise SystemExit(f"{ckpt_path}: was trained with other model settings; use another --run folder")
-        model.load_state_dict(ck["model"])
-        if group.main:
-            gen.set_state(ck["gen"])
-        if "rng" in ck:  # dropout and class dropout draw from torch's global generator
-            torch.set_rng_state(ck["rng"])
-        step, wall_before = ck["step"], ck.get("wall", 0.0)
-        ema = ck.get("ema")
-        log(f"resumed from step {step}")
     elif args.init_from:
         # A new machine has no optimizer checkpoint (it stays outside git); continue
         # from the committed fp16 weights with a fresh optimizer at --start-step.
         load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
-        step = args.start_step
-        log(f"initialised from {args.init_from}; schedule continues at step {step}")
+        start_step = args.start_step
+        log(f"initialised from {args.init_from}; schedule continues at step {start_step}")
     elif args.grow_from:
         # a trained class model with identity rows appended for the classes the repertoire adds
         old = load_gpt(args.grow_from)
@@ -395,83 +441,32 @@ def _train(args, group) -> dict:
         log(f"grown from {args.grow_from}: {old.config.num_classes - added} classes kept, {added} added")
     elif args.warm_start:
         warm_start(model, args.warm_start, log)
-    model.to(device)  # after loading: checkpoints and weights are read on the CPU
+    model.to(device)  # before the trainer: its optimizer (and a resumed optimizer's state) follows the parameters
+    trainer = ArTrainer(args, prep, model, group, device, neighbours, train_idx, train_w, held_idx)
+    trainer.step = start_step
     if ck is not None:
-        opt.load_state_dict(ck["opt"])  # here, once the parameters live on the device: its state follows them
-    if ema is not None:
-        ema = {k: v.to(device) for k, v in ema.items()}
-    if args.ema and ema is None:
-        ema = {k: v.detach().float().clone() for k, v in model.state_dict().items()}
+        restore(trainer, ck, batches=group.main)  # the other ranks keep their own batch generators
+        log(f"resumed from step {trainer.step}")
+    trainer.start_ema()
+    loop = TrainingLoop(trainer, ckpt_path, log, LoopSettings.from_args(args), resumed=ck, main=group.main,
+                        agree=lambda flag: distributed.any_rank(group, flag))
     if getattr(args, "export_only", False):
         if ck is None:
             raise SystemExit(f"{ckpt_path}: no checkpoint to export (train first)")
-        return export(model, ema, run, ck.get("history", []), margs, args, step, wall_before, log, prep=prep)
+        return export(model, trainer.ema, run, loop.history, margs, args, trainer.step, loop.wall, log, prep=prep)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"AR model: {n_params / 1e6:.2f} M params, {len(train_idx)} train / {len(held_idx)} held-out images, "
         f"target {args.steps} steps, batch {args.batch}"
         + (f" per rank × {group.world} ranks (DDP)" if group.active else ""))
-    step_model = distributed.wrap(model, group)
-    budget = Budget(args.budget_minutes, every_seconds=args.checkpoint_seconds)
-    history = ck.get("history", []) if ck else []
-
-    def save():
-        if not group.main:
-            return
-        save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), gen=gen.get_state(),
-                        rng=torch.get_rng_state(), step=step, wall=wall_before + budget.elapsed,
-                        model_args=margs.to_dict(), history=history, ema=ema)
-
     model.train()
-    t_last, loss_ema = time.time(), None
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
-    stop = StopSignals()  # SIGTERM / SIGINT: finish the step, checkpoint, exit (the same command resumes)
-    while step < args.steps and not distributed.any_rank(group, budget.spent() or stop.requested is not None):
-        lr = cosine_lr(step, args.steps, args.lr, args.warmup)
-        for gparam in opt.param_groups:
-            gparam["lr"] = lr
-        b = train_idx[torch.multinomial(train_w, args.batch, replacement=True, generator=gen)]
-        with autocast:
-            loss = nll(step_model, *on_device(batch_from(prep, b, gen), device), neighbours, args.neighbour_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if ema is not None:
-            with torch.no_grad():
-                for k, v in model.state_dict().items():
-                    ema[k].mul_(args.ema).add_(v.detach().float(), alpha=1 - args.ema)
-        step += 1
-        lv = float(loss.detach())
-        loss_ema = lv if loss_ema is None else 0.95 * loss_ema + 0.05 * lv
-        if step % args.log_every == 0:
-            dt = (time.time() - t_last) / args.log_every
-            t_last = time.time()
-            log(f"step {step}/{args.steps} loss {loss_ema:.3f} lr {lr:.2e} {dt:.2f}s/step")
-        if group.main and (step % args.eval_every == 0 or step == args.steps):
-            h = evaluate(model, prep, held_idx[: args.eval_images])
-            tr = evaluate(model, prep, train_idx[: args.eval_images])
-            history.append({"step": step, "heldout_nll": h, "train_nll": tr, "wall": wall_before + budget.elapsed})
-            log(f"eval step {step}: held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}")
-        if budget.checkpoint_due() and group.main:
-            save()
-            log(f"checkpoint at step {step}")
-    stop.restore()
-    if stop.requested and step < args.steps:
-        save()
-        log(f"stopped by {stop.requested} at step {step}; checkpoint saved, re-run the same command to resume")
-        raise SystemExit(130 if stop.requested == "SIGINT" else 143)
+    loop.run()
+    if loop.stopped_by:
+        raise SystemExit(loop.exit_code)
     if group.active:
         log(f"rank {group.rank} final weights sha256 {distributed.state_digest(model)}")
         if not group.main:
-            return {"step": step, "rank": group.rank}
-    if not history or history[-1]["step"] != step:
-        h = evaluate(model, prep, held_idx[: args.eval_images])
-        tr = evaluate(model, prep, train_idx[: args.eval_images])
-        history.append({"step": step, "heldout_nll": h, "train_nll": tr, "wall": wall_before + budget.elapsed})
-        log(f"eval step {step}: held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}")
-    save()
-    log(f"stopped at step {step} ({'done' if step >= args.steps else 'budget spent'}); checkpoint saved")
-    return export(model, ema, run, history, margs, args, step, wall_before + budget.elapsed, log, prep=prep)
+            return {"step": trainer.step, "rank": group.rank}
+    return export(model, trainer.ema, run, loop.history, margs, args, trainer.step, loop.wall, log, prep=prep)
 
 
 def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, step: int, wall: float, log,

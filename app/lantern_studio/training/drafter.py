@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -25,8 +24,57 @@ from ..engine.drafters import EagleHead
 from ..paths import runs_dir
 from . import self_distill
 from .ar import batch_from
-from .common import Budget, RunLog, cosine_lr, load_checkpoint, save_checkpoint, write_json
+from .common import RunLog, cosine_lr, write_json
 from .drafter_loss import drafter_losses
+from .loop import CHECKPOINT_NAME, LoopSettings, TrainingLoop, read_checkpoint, restore
+
+
+class DrafterTrainer:
+    """The EAGLE head's trainer on the one loop driver (:mod:`.loop`); the target stays frozen."""
+
+    kind = "drafter"
+
+    def __init__(self, args, gpt, prep: dict):
+        self.a, self.gpt, self.prep = args, gpt, prep
+        self.train_idx = torch.nonzero(prep["train"]).flatten()
+        self.held_idx = torch.nonzero(~prep["train"]).flatten()
+        self.model = EagleHead(gpt.config)
+        self.model.train()
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
+        self.gen = torch.Generator().manual_seed(args.seed)
+        self.step = 0
+
+    def train_step(self) -> dict[str, float]:
+        a = self.a
+        lr = cosine_lr(self.step, a.steps, a.lr, a.warmup)
+        for gp in self.opt.param_groups:
+            gp["lr"] = lr
+        b = self.train_idx[torch.randint(0, len(self.train_idx), (a.batch,), generator=self.gen)]
+        tok, emb, mask = batch_from(self.prep, b, self.gen)
+        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, a.cfg, a.noise, self.gen)
+        loss = lf + a.p_weight * lp
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.step += 1
+        return {"feat": float(lf.detach()), "kl": float(lp.detach()), "top1": float(ag), "lr": lr}
+
+    @torch.no_grad()
+    def evaluate(self) -> tuple[dict, str]:
+        self.model.eval()
+        g = torch.Generator().manual_seed(0)
+        tok, emb, mask = batch_from(self.prep, self.held_idx[: self.a.eval_images], g, augment=False)
+        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.a.cfg, 0.0)
+        self.model.train()
+        row = {"heldout_feature_loss": float(lf), "heldout_kl": float(lp), "heldout_top1": float(ag)}
+        return row, f"held-out top-1 agreement {float(ag):.3f}, KL {float(lp):.3f}"
+
+    def extra_state(self) -> dict:
+        return {}
+
+    def load_extra_state(self, extra: dict) -> None:
+        pass
 
 
 def train(args) -> dict:
@@ -38,72 +86,32 @@ def train(args) -> dict:
     for p in gpt.parameters():
         p.requires_grad_(False)
     prep = torch.load(args.prepared, map_location="cpu", weights_only=True) if isinstance(args.prepared, (str, Path)) else args.prepared
-    train_idx = torch.nonzero(prep["train"]).flatten()
-    held_idx = torch.nonzero(~prep["train"]).flatten()
-    head = EagleHead(gpt.config)
-    head.train()
-    opt = torch.optim.AdamW(head.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
-    gen = torch.Generator().manual_seed(args.seed)
-    step, wall_before, history = 0, 0.0, []
-    ck = load_checkpoint(run / "ckpt.pt")
+    trainer = DrafterTrainer(args, gpt, prep)
+    ckpt_path = run / CHECKPOINT_NAME
+    try:
+        ck = read_checkpoint(ckpt_path, DrafterTrainer.kind)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
     if ck is not None:
-        head.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["opt"])
-        gen.set_state(ck["gen"])
-        step, wall_before, history = ck["step"], ck.get("wall", 0.0), ck.get("history", [])
-        log(f"resumed from step {step}")
+        restore(trainer, ck)
+        log(f"resumed from step {trainer.step}")
     elif getattr(args, "init_from", None):
         # warm start (e.g. the shipped head, when its AR model was trained further): the schedule starts afresh
         sd, _ = load_weights(args.init_from, "eagle")
-        load_state_strict(head, sd, args.init_from)
+        load_state_strict(trainer.model, sd, args.init_from)
         log(f"initialised from {args.init_from}")
-    budget = Budget(args.budget_minutes, every_seconds=args.checkpoint_seconds)
-
-    def save():
-        save_checkpoint(run / "ckpt.pt", model=head.state_dict(), opt=opt.state_dict(), gen=gen.get_state(),
-                        step=step, wall=wall_before + budget.elapsed, history=history)
-
-    @torch.no_grad()
-    def evaluate():
-        head.eval()
-        g = torch.Generator().manual_seed(0)
-        tok, emb, mask = batch_from(prep, held_idx[: args.eval_images], g, augment=False)
-        lf, lp, ag = drafter_losses(gpt, head, tok, emb, mask, args.cfg, 0.0)
-        head.train()
-        return float(lf), float(lp), float(ag)
-
-    log(f"drafter: {sum(p.numel() for p in head.parameters()) / 1e6:.2f} M params; target {args.steps} steps")
-    t_last = time.time()
-    while step < args.steps and not budget.spent():
-        lr = cosine_lr(step, args.steps, args.lr, args.warmup)
-        for gp in opt.param_groups:
-            gp["lr"] = lr
-        b = train_idx[torch.randint(0, len(train_idx), (args.batch,), generator=gen)]
-        tok, emb, mask = batch_from(prep, b, gen)
-        lf, lp, ag = drafter_losses(gpt, head, tok, emb, mask, args.cfg, args.noise, gen)
-        loss = lf + args.p_weight * lp
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
-        opt.step()
-        step += 1
-        if step % args.log_every == 0:
-            dt = (time.time() - t_last) / args.log_every
-            t_last = time.time()
-            log(f"step {step}/{args.steps} feat {float(lf):.4f} kl {float(lp):.3f} top1 {float(ag):.3f} {dt:.2f}s/step")
-        if step % args.eval_every == 0 or step == args.steps:
-            lf_e, lp_e, ag_e = evaluate()
-            history.append({"step": step, "heldout_feature_loss": lf_e, "heldout_kl": lp_e, "heldout_top1": ag_e})
-            log(f"eval step {step}: held-out top-1 agreement {ag_e:.3f}, KL {lp_e:.3f}")
-        if budget.checkpoint_due():
-            save()
-    save()
-    lf_e, lp_e, ag_e = evaluate()
-    metrics = {"step": step, "heldout_top1_agreement": ag_e, "heldout_kl": lp_e, "heldout_feature_loss": lf_e,
-               "wall_seconds": wall_before + budget.elapsed, "cfg_scale": args.cfg, "history": history}
-    save_weights(head, run / "eagle.safetensors", gpt.config.to_dict(), "eagle")
+    log(f"drafter: {sum(p.numel() for p in trainer.model.parameters()) / 1e6:.2f} M params; target {args.steps} steps")
+    loop = TrainingLoop(trainer, ckpt_path, log, LoopSettings.from_args(args), resumed=ck)
+    loop.run()
+    if loop.stopped_by:
+        raise SystemExit(loop.exit_code)
+    last = loop.history[-1]
+    metrics = {"step": trainer.step, "heldout_top1_agreement": last["heldout_top1"], "heldout_kl": last["heldout_kl"],
+               "heldout_feature_loss": last["heldout_feature_loss"], "wall_seconds": loop.wall,
+               "cfg_scale": args.cfg, "history": loop.history}
+    save_weights(trainer.model, run / "eagle.safetensors", gpt.config.to_dict(), "eagle")
     write_json(run / "metrics.json", metrics)
-    log(f"exported {run / 'eagle.safetensors'}: held-out top-1 agreement {ag_e:.3f}")
+    log(f"exported {run / 'eagle.safetensors'}: held-out top-1 agreement {last['heldout_top1']:.3f}")
     return metrics
 
 

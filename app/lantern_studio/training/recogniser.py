@@ -36,7 +36,7 @@ only on the dataset's real images, never on generated ones.
   low-detail look of decoded tokens) and (``--noise``) Gaussian pixel noise.
   No flips (emoji have handedness, arrows point somewhere).
 * resumable: a checkpoint (model, optimizer, step, RNG) is written atomically
-  to the run folder every ``--checkpoint-minutes``, when the wall budget is
+  to the run folder every ``--checkpoint-seconds``, when the wall budget is
   spent, on Ctrl-C / SIGTERM and at the end; re-running the same command
   continues from it. ``--steps`` is the total target step count.
 * output (at the end of every invocation that trained, or with ``--export``):
@@ -52,8 +52,6 @@ import argparse
 import json
 import os
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -68,10 +66,9 @@ from ..models.recogniser import (ARCH, KIND, RecogniserConfig, RecogniserNet, lo
                                  save_recogniser, subgroup_pool, to_input)
 from ..engine.tokenizer import load_vq
 from ..models.dataset import DatasetError, default_out_dir, load_dataset
-from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
-from .common import run_resumable
+from .loop import CHECKPOINT_NAME, run_resumable
 
 __all__ = [
     "KIND",
@@ -91,11 +88,8 @@ __all__ = [
     "main",
 ]
 
-CHECKPOINT_NAME = "checkpoint.pt"
 WEIGHTS_NAME = "recogniser.safetensors"
 METRICS_NAME = "metrics.json"
-LOG_NAME = "train.log"
-_CKPT_FORMAT = "lantern-studio/recogniser-checkpoint"
 
 
 # --------------------------------------------------------------------------
@@ -335,32 +329,21 @@ def _sample_weights(data: RecogniserData, balance: str) -> torch.Tensor:
 
 
 class _Trainer:
-    """One training invocation: set up or resume, loop, checkpoint, export."""
+    """The recogniser's trainer on the one loop driver (:mod:`.loop`): set up or resume, step, export."""
+
+    kind = "recogniser"
 
     def __init__(self, args: argparse.Namespace, data: RecogniserData, log: Callable[[str], None]):
         self.a = args
         self.data = data
         self.log = log
-        self.run_dir = Path(args.run)
-        self.ckpt_path = self.run_dir / CHECKPOINT_NAME
-        self.stop_reason: str | None = None
-        self.history: list[dict[str, Any]] = []
-        self.steps_this_run = 0
 
-    def setup(self) -> None:
+    def setup(self, resumed: dict | None) -> None:
         a = self.a
-        resumed = None
-        if self.ckpt_path.is_file():
-            try:
-                resumed = torch.load(self.ckpt_path, map_location="cpu", weights_only=True)
-            except Exception as e:
-                raise ValueError(f"{self.ckpt_path}: unreadable checkpoint ({type(e).__name__}: {e}); "
-                                 "delete it or pass another --run") from None
-            if not isinstance(resumed, dict) or resumed.get("format") != _CKPT_FORMAT:
-                raise ValueError(f"{self.ckpt_path}: not a recogniser training checkpoint")
-            self.cfg = RecogniserConfig.from_dict(json.loads(resumed["config"]))
+        if resumed is not None:
+            self.cfg = RecogniserConfig.from_dict(json.loads(resumed["extra"]["config"]))
             if self.cfg.classes != self.data.classes:
-                raise ValueError(f"{self.ckpt_path}: trained on other classes than this dataset's "
+                raise ValueError(f"{Path(a.run) / CHECKPOINT_NAME}: trained on other classes than this dataset's "
                                  f"({self.cfg.num_classes} vs {len(self.data.classes)}); pass another --run")
         else:
             self.cfg = RecogniserConfig(
@@ -375,31 +358,13 @@ class _Trainer:
         self.gen = torch.Generator().manual_seed(a.seed)
         self.weights = _sample_weights(self.data, a.balance)
         self.step = 0
-        self.wall = 0.0
-        if resumed is not None:
-            self.model.load_state_dict(resumed["model"])
-            self.opt.load_state_dict(resumed["optimizer"])
-            self.gen.set_state(resumed["rng"])
-            torch.set_rng_state(resumed["torch_rng"])
-            self.step = int(resumed["step"])
-            self.wall = float(resumed["wall_seconds"])
-            self.history = list(json.loads(resumed.get("history", "[]")))
-            self.log(f"resuming from {self.ckpt_path} at step {self.step}")
         self.model.train()
 
-    def save_checkpoint(self) -> None:
-        _atomic_torch_save({
-            "format": _CKPT_FORMAT,
-            "version": 1,
-            "step": self.step,
-            "model": self.model.state_dict(),
-            "optimizer": self.opt.state_dict(),
-            "rng": self.gen.get_state(),
-            "torch_rng": torch.get_rng_state(),
-            "wall_seconds": self.wall,
-            "config": json.dumps(self.cfg.to_dict()),
-            "history": json.dumps(self.history),
-        }, self.ckpt_path)
+    def extra_state(self) -> dict[str, Any]:
+        return {"config": json.dumps(self.cfg.to_dict())}
+
+    def load_extra_state(self, extra: dict[str, Any]) -> None:
+        pass  # the config was read before the model was built (setup)
 
     def train_step(self) -> dict[str, float]:
         a = self.a
@@ -439,6 +404,13 @@ class _Trainer:
             "train": evaluate(self.model, self.data, self._train_eval_idx(), batch_size=self.a.eval_batch),
         }
 
+    def evaluate(self) -> tuple[dict[str, Any], str]:
+        ev = self.evaluate_all()
+        self.model.train()
+        row = {"heldout_top1": ev["heldout"]["top1"], "heldout_top5": ev["heldout"]["top5"],
+               "train_top1": ev["train"]["top1"]}
+        return row, self._fmt(ev)
+
     def _fmt(self, ev: dict[str, Any]) -> str:
         h, t = ev["heldout"], ev["train"]
         if h["top1"] is None:
@@ -449,48 +421,6 @@ class _Trainer:
             if h.get("subgroup_top5") is not None:
                 held += f", subgroup top-5 {100 * h['subgroup_top5']:.1f}%"
         return f"{held}; train top-1 {100 * t['top1']:.1f}%"
-
-    def loop(self, stop_flag: threading.Event) -> None:
-        a = self.a
-        start = time.time()
-        last_ckpt = time.time()
-        win_t, win_n = time.time(), 0
-        acc: dict[str, float] = {}
-        budget = None if a.budget_minutes is None else a.budget_minutes * 60.0
-        while self.step < a.steps:
-            if stop_flag.is_set():
-                self.stop_reason = "interrupted"
-                break
-            if budget is not None and time.time() - start >= budget:
-                self.stop_reason = f"wall budget of {a.budget_minutes:g} min spent"
-                break
-            if a.stop_after is not None and self.steps_this_run >= a.stop_after:
-                self.stop_reason = f"--stop-after {a.stop_after} reached"
-                break
-            t0 = time.time()
-            r = self.train_step()
-            self.steps_this_run += 1
-            win_n += 1
-            for k in ("loss", "acc"):
-                acc[k] = acc.get(k, 0.0) + r[k]
-            if self.step % a.log_every == 0 or self.step == a.steps:
-                dt = time.time() - win_t
-                self.log(f"step {self.step}/{a.steps}  loss {acc['loss'] / win_n:.3f}  "
-                         f"train-aug acc {100 * acc['acc'] / win_n:.1f}%  lr {r['lr']:.2e}  "
-                         f"{win_n / max(dt, 1e-9):.2f} it/s")
-                win_t, win_n, acc = time.time(), 0, {}
-            self.wall += time.time() - t0
-            if a.eval_every > 0 and self.step % a.eval_every == 0 and self.step < a.steps:
-                t1 = time.time()
-                ev = self.evaluate_all()
-                self.history.append({"step": self.step, "heldout_top1": ev["heldout"]["top1"],
-                                     "heldout_top5": ev["heldout"]["top5"], "train_top1": ev["train"]["top1"]})
-                self.log(f"eval step {self.step}: {self._fmt(ev)}")
-                self.wall += time.time() - t1
-            if time.time() - last_ckpt >= a.checkpoint_minutes * 60.0:
-                self.save_checkpoint()
-                last_ckpt = time.time()
-        self.save_checkpoint()
 
     def tokenizer_ceiling(self) -> dict[str, Any]:
         """The same held-out metrics on the images after a round trip through the
@@ -517,7 +447,7 @@ class _Trainer:
                 "subgroup_top5": ev.get("subgroup_top5"),
                 "real_same_images": evaluate(self.model, d, pick, batch_size=self.a.eval_batch)}
 
-    def export(self, out: Path) -> dict[str, Any]:
+    def export(self, out: Path, history: list, wall: float) -> dict[str, Any]:
         ev = self.evaluate_all()
         h, t = ev["heldout"], ev["train"]
         metrics = {
@@ -540,7 +470,7 @@ class _Trainer:
             "steps": self.step,
             "target_steps": int(self.a.steps),
             "complete": self.step >= self.a.steps,
-            "wall_seconds": round(self.wall, 1),
+            "wall_seconds": round(wall, 1),
             "params": self.model.num_params(),
             "batch": int(self.a.batch),
             "balance": self.a.balance,
@@ -549,7 +479,7 @@ class _Trainer:
             "threads": int(self.a.threads),
             "data": str(self.data.path) if self.data.path else None,
             "config": {k: v for k, v in self.cfg.to_dict().items() if k not in ("classes", "groups")},
-            "history": self.history,
+            "history": history,
         }
         if getattr(self.a, "vq_ceiling", None):
             metrics["tokenizer_ceiling"] = tc = self.tokenizer_ceiling()
@@ -562,9 +492,9 @@ class _Trainer:
         save_recogniser(self.model, out, dtype=torch.float16, extra=info)
         metrics["weights"] = str(out)
         metrics["weights_bytes"] = out.stat().st_size
-        _atomic_write_text(self.run_dir / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
+        _atomic_write_text(Path(self.a.run) / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
         self.log(f"exported {out} (fp16, {out.stat().st_size / 1e6:.2f} MB) at step {self.step}: "
-                 f"{self._fmt(ev)}; metrics in {self.run_dir / METRICS_NAME}")
+                 f"{self._fmt(ev)}; metrics in {Path(self.a.run) / METRICS_NAME}")
         return metrics
 
 
@@ -643,7 +573,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--eval-batch", type=int, default=128)
     g.add_argument("--train-eval-images", type=int, default=1000,
                    help="train images (fixed subset) for the reported train accuracy")
-    g.add_argument("--checkpoint-minutes", type=float, default=3.0)
+    g.add_argument("--checkpoint-seconds", type=float, default=180.0,
+                   help="write a resumable checkpoint this often (default: 180)")
 
 
 def _check_args(a: argparse.Namespace) -> None:
@@ -672,7 +603,7 @@ def _check_args(a: argparse.Namespace) -> None:
     need(a.eval_every >= 0, "--eval-every", ">= 0", a.eval_every)
     need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
     need(a.train_eval_images >= 1, "--train-eval-images", ">= 1", a.train_eval_images)
-    need(a.checkpoint_minutes > 0, "--checkpoint-minutes", "> 0", a.checkpoint_minutes)
+    need(a.checkpoint_seconds > 0, "--checkpoint-seconds", "> 0", a.checkpoint_seconds)
     need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
 
 
@@ -683,9 +614,9 @@ def run(args: argparse.Namespace) -> int:
     a.run = Path(a.run) if a.run else paths.runs_dir() / "recogniser"
     out = Path(a.out) if a.out else a.run / WEIGHTS_NAME
 
-    def build(log):
+    def build(log, resumed):
         trainer = _Trainer(a, load_recogniser_data(a.data, label=a.label, holdout_style=a.holdout_style), log)
-        trainer.setup()
+        trainer.setup(resumed)
         return trainer
 
     def describe(t: "_Trainer") -> str:
@@ -698,8 +629,7 @@ def run(args: argparse.Namespace) -> int:
                 + f", batch {a.batch}, {a.balance}-balanced, "
                 f"{a.threads} thread(s), step {t.step} -> {a.steps}; run folder {a.run}")
 
-    return run_resumable(a, out=out, log_name=LOG_NAME, checkpoint=CHECKPOINT_NAME, check=_check_args,
-                         build=build, describe=describe)
+    return run_resumable(a, out=out, kind=_Trainer.kind, check=_check_args, build=build, describe=describe)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +37,9 @@ import torch.nn.functional as F
 
 from lantern_studio import paths
 from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, read_vq_args, save_vq
-from .common import atomic_torch_save as _atomic_torch_save
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
-from .common import run_resumable
+from .loop import CHECKPOINT_NAME, run_resumable
 from ..engine.files import sha256_file as _sha256
 
 __all__ = [
@@ -58,10 +56,7 @@ __all__ = [
 
 #: Dataset folder name under ``paths.data_dir()`` used when ``--data`` is not given.
 DEFAULT_DATASET = "emoji64"
-CHECKPOINT_NAME = "checkpoint.pt"
-LOG_NAME = "train.log"
 METRICS_NAME = "metrics.json"
-_CKPT_FORMAT = "lantern-studio-vq-train"
 # what --decoder-only trains (everything after the codebook lookup)
 DECODER_PREFIXES = ("decoder.", "post_quant_conv.")
 _WHITE = 1.0  # background value in [-1, 1]
@@ -266,36 +261,28 @@ def _amp_enabled(precision: str, device: torch.device) -> bool:
 
 
 class _Trainer:
-    """One training invocation: set up or resume, loop, checkpoint, export."""
+    """The tokenizer's trainer on the one loop driver (:mod:`.loop`): set up or resume, step, export."""
+
+    kind = "vq"
 
     def __init__(self, args: argparse.Namespace, log: Callable[[str], None]):
         self.a = args
         self.log = log
-        self.run_dir = Path(args.run)
-        self.ckpt_path = self.run_dir / CHECKPOINT_NAME
         self.device = torch.device(args.device)
-        self.stop_reason: str | None = None
         self.init_steps = 0  # steps behind the --init-from weights
 
     # -- state -------------------------------------------------------------
-    def setup(self, data: VQData) -> None:
+    def setup(self, data: VQData, resumed: dict | None) -> None:
         a = self.a
         self.data = data
-        resumed = None
-        if self.ckpt_path.is_file():
-            try:
-                resumed = torch.load(self.ckpt_path, map_location="cpu", weights_only=True)
-            except Exception as e:
-                raise ValueError(f"{self.ckpt_path}: unreadable checkpoint ({type(e).__name__}: {e}); "
-                                 f"move it away to start over") from None
-            if not isinstance(resumed, dict) or resumed.get("format") != _CKPT_FORMAT:
-                raise ValueError(f"{self.ckpt_path}: not a VQ training checkpoint")
-            vq_args = VQArgs.from_dict(json.loads(resumed["vq_args"]))
+        if resumed is not None:
+            extra = resumed.get("extra", {})
+            vq_args = VQArgs.from_dict(json.loads(extra["vq_args"]))
             if a.vq_args and vq_args.to_dict() != self._requested_args().to_dict():
                 self.log("note: --vq-args differs from the checkpoint's architecture; using the checkpoint's")
-            if bool(resumed.get("decoder_only", False)) != bool(a.decoder_only):
-                raise ValueError(f"{self.ckpt_path}: this run was started "
-                                 f"{'with' if resumed.get('decoder_only') else 'without'} --decoder-only; "
+            if bool(extra.get("decoder_only", False)) != bool(a.decoder_only):
+                raise ValueError(f"{Path(a.run) / CHECKPOINT_NAME}: this run was started "
+                                 f"{'with' if extra.get('decoder_only') else 'without'} --decoder-only; "
                                  f"re-run it the same way, or use another --run folder")
             init = None
         elif a.init_from:
@@ -332,34 +319,30 @@ class _Trainer:
             lr=a.lr, betas=(0.9, 0.99), eps=1e-8)
         self.gen = torch.Generator().manual_seed(a.seed)
         self.step = 0
-        self.wall = 0.0
         self.kmeans_done = init is not None
         self.last_used = torch.zeros(vq_args.codebook_size, dtype=torch.long)
         self.perm = torch.randperm(len(data.train), generator=self.gen)
         self.perm_pos = 0
         self.epoch = 0
-        self.history: list[dict[str, Any]] = []
-        if resumed is not None:
-            self.model.load_state_dict(resumed["model"])
-            self.opt.load_state_dict(resumed["optimizer"])
-            self.gen.set_state(resumed["rng"])
-            torch.set_rng_state(resumed["torch_rng"])
-            self.step = int(resumed["step"])
-            self.wall = float(resumed["wall_seconds"])
-            self.kmeans_done = bool(resumed["kmeans_done"])
-            self.last_used = resumed["last_used"].long()
-            self.perm = resumed["perm"].long()
-            self.perm_pos = int(resumed["perm_pos"])
-            self.epoch = int(resumed["epoch"])
-            self.history = list(json.loads(resumed.get("history", "[]")))
-            if len(self.perm) != len(data.train):
-                self.log("note: the training set changed size since the checkpoint; reshuffling")
-                self.perm = torch.randperm(len(data.train), generator=self.gen)
-                self.perm_pos = 0
-            if resumed.get("data_sha256") not in (None, data.sha256):
-                self.log("note: images.npy differs from the one this run started on")
-            self.log(f"resuming from step {self.step} ({self.ckpt_path})")
         self.amp = _amp_enabled(a.precision, self.device)
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"kmeans_done": self.kmeans_done, "last_used": self.last_used, "perm": self.perm,
+                "perm_pos": self.perm_pos, "epoch": self.epoch, "vq_args": self.vq_args.to_json(),
+                "data_sha256": self.data.sha256, "decoder_only": bool(self.a.decoder_only)}
+
+    def load_extra_state(self, extra: dict[str, Any]) -> None:
+        self.kmeans_done = bool(extra["kmeans_done"])
+        self.last_used = extra["last_used"].long()
+        self.perm = extra["perm"].long()
+        self.perm_pos = int(extra["perm_pos"])
+        self.epoch = int(extra["epoch"])
+        if len(self.perm) != len(self.data.train):
+            self.log("note: the training set changed size since the checkpoint; reshuffling")
+            self.perm = torch.randperm(len(self.data.train), generator=self.gen)
+            self.perm_pos = 0
+        if extra.get("data_sha256") not in (None, self.data.sha256):
+            self.log("note: images.npy differs from the one this run started on")
 
     def _requested_args(self) -> VQArgs:
         base = default_vq_args().to_dict()
@@ -372,27 +355,6 @@ class _Trainer:
                 raise ValueError("--vq-args: expected a JSON object of VQArgs fields")
             base.update(extra)
         return VQArgs.from_dict(base)
-
-    def save_checkpoint(self) -> None:
-        _atomic_torch_save({
-            "format": _CKPT_FORMAT,
-            "version": 1,
-            "step": self.step,
-            "model": self.model.state_dict(),
-            "optimizer": self.opt.state_dict(),
-            "rng": self.gen.get_state(),
-            "torch_rng": torch.get_rng_state(),
-            "wall_seconds": self.wall,
-            "kmeans_done": self.kmeans_done,
-            "last_used": self.last_used,
-            "perm": self.perm,
-            "perm_pos": self.perm_pos,
-            "epoch": self.epoch,
-            "vq_args": self.vq_args.to_json(),
-            "data_sha256": self.data.sha256,
-            "history": json.dumps(self.history),
-            "decoder_only": bool(self.a.decoder_only),
-        }, self.ckpt_path)
 
     # -- batches -----------------------------------------------------------
     def _next_indices(self, b: int) -> torch.Tensor:
@@ -461,6 +423,8 @@ class _Trainer:
     # -- loop ----------------------------------------------------------------
     def train_step(self) -> dict[str, float]:
         a, m = self.a, self.model
+        if not self.kmeans_done and a.kmeans_step >= 0 and self.step >= a.kmeans_step:
+            self.kmeans_init()
         lr = _lr_at(self.step, a.steps, a.lr, a.warmup, a.min_lr_ratio)
         for g in self.opt.param_groups:
             g["lr"] = lr
@@ -495,69 +459,19 @@ class _Trainer:
         with torch.no_grad():
             mse = ((recon.detach().clamp(-1, 1) - x) / 2).pow(2).flatten(1).mean(1)
             psnr = float((-10 * torch.log10(mse.clamp_min(1e-10))).mean())
-        return {"loss": float(loss.detach()), "l1": float(l1.detach()), "l2": float(l2.detach()),
-                "edge": float(edge.detach()), "codebook": float(info["codebook"].detach()),
-                "commit": float(info["commit"].detach()),
-                "psnr": psnr, "lr": lr, "grad_norm": float(gnorm), "restarted": restarted,
-                "used": used}
+        # the loop driver logs these averaged over its window ("codes": distinct codes in a batch)
+        return {"loss": float(loss.detach()), "l1": float(l1.detach()), "psnr": psnr, "codes": float(len(used)),
+                "restarts": float(restarted), "grad_norm": float(gnorm), "lr": lr}
 
-    def evaluate_heldout(self) -> dict[str, Any]:
-        res = evaluate(self.model, self.data.heldout, batch_size=self.a.eval_batch)
-        res["step"] = self.step
-        return res
-
-    def loop(self, stop_flag: threading.Event) -> None:
-        a = self.a
-        start = time.time()
-        last_ckpt = time.time()
-        win_t, win_n = time.time(), 0
-        win_used = torch.zeros(self.vq_args.codebook_size, dtype=torch.bool)
-        acc: dict[str, float] = {}
-        steps_here = 0
-        budget = None if a.budget_minutes is None else a.budget_minutes * 60.0
-        while self.step < a.steps:
-            if stop_flag.is_set():
-                self.stop_reason = "interrupted"  # SIGTERM
-                break
-            if budget is not None and time.time() - start >= budget:
-                self.stop_reason = f"wall budget of {a.budget_minutes:g} min spent"
-                break
-            if a.stop_after is not None and steps_here >= a.stop_after:
-                self.stop_reason = f"--stop-after {a.stop_after} reached"
-                break
-            t0 = time.time()
-            if not self.kmeans_done and a.kmeans_step >= 0 and self.step >= a.kmeans_step:
-                self.kmeans_init()
-            r = self.train_step()
-            steps_here += 1
-            win_n += 1
-            win_used[r.pop("used")] = True
-            for k, v in r.items():
-                acc[k] = acc.get(k, 0.0) + float(v)
-            if self.step % a.log_every == 0 or self.step == a.steps:
-                dt = time.time() - win_t
-                self.log(f"step {self.step}/{a.steps}  loss {acc['loss'] / win_n:.4f}  "
-                         f"l1 {acc['l1'] / win_n:.4f}  psnr {acc['psnr'] / win_n:.2f} dB  "
-                         f"codes {int(win_used.sum())}/{self.vq_args.codebook_size}  "
-                         f"restarts {int(acc['restarted'])}  lr {r['lr']:.2e}  "
-                         f"{win_n / max(dt, 1e-9):.2f} it/s")
-                win_t, win_n, acc = time.time(), 0, {}
-                win_used.zero_()
-            if a.eval_every > 0 and self.step % a.eval_every == 0 and self.step < a.steps:
-                ev = self.evaluate_heldout()
-                self.history.append(ev)
-                self.log(f"eval step {self.step}: held-out psnr {ev['psnr']:.2f} dB, codes used "
-                         f"{ev['codes_used']}/{self.vq_args.codebook_size} "
-                         f"({100 * ev['codes_used_fraction']:.1f}%), perplexity {ev['perplexity']:.0f}")
-            self.wall += time.time() - t0
-            if time.time() - last_ckpt >= a.checkpoint_minutes * 60.0:
-                self.save_checkpoint()
-                last_ckpt = time.time()
-        self.save_checkpoint()
+    def evaluate(self) -> tuple[dict[str, Any], str]:
+        ev = evaluate(self.model, self.data.heldout, batch_size=self.a.eval_batch)
+        text = (f"held-out psnr {ev['psnr']:.2f} dB, codes used {ev['codes_used']}/{self.vq_args.codebook_size} "
+                f"({100 * ev['codes_used_fraction']:.1f}%), perplexity {ev['perplexity']:.0f}")
+        return ev, text
 
     # -- export --------------------------------------------------------------
-    def export(self, out: Path) -> dict[str, Any]:
-        ev = self.evaluate_heldout()
+    def export(self, out: Path, history: list, wall: float) -> dict[str, Any]:
+        ev, _ = self.evaluate()
         metrics = {
             "heldout_psnr": ev["psnr"],
             "heldout_psnr_global": ev["psnr_global"],
@@ -569,7 +483,7 @@ class _Trainer:
             "train_images": int(len(self.data.train)),
             "steps": self.step,
             "target_steps": int(self.a.steps),
-            "wall_seconds": round(self.wall, 1),
+            "wall_seconds": round(wall, 1),
             "params": self.model.num_params(),
             "batch": int(self.a.batch),
             "precision": "bf16-autocast" if self.amp else "fp32",
@@ -579,7 +493,7 @@ class _Trainer:
             "data": str(self.data.path),
             "images_sha256": self.data.sha256,
             "vq_args": self.vq_args.to_dict(),
-            "history": self.history,
+            "history": history,
         }
         save_vq(self.model, self.vq_args, out, dtype=torch.float16, metadata={
             "steps": str(self.step),
@@ -587,11 +501,11 @@ class _Trainer:
             "codes_used": str(ev["codes_used"]),
             "images_sha256": self.data.sha256,
         })
-        _atomic_write_text(self.run_dir / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
+        _atomic_write_text(Path(self.a.run) / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
         self.log(f"exported {out} (fp16): held-out psnr {ev['psnr']:.2f} dB, codes used "
                  f"{ev['codes_used']}/{self.vq_args.codebook_size} "
                  f"({100 * ev['codes_used_fraction']:.1f}%), {self.step} steps; "
-                 f"metrics in {self.run_dir / METRICS_NAME}")
+                 f"metrics in {Path(self.a.run) / METRICS_NAME}")
         return metrics
 
 
@@ -651,7 +565,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--log-every", type=int, default=10)
     g.add_argument("--eval-every", type=int, default=250, help="held-out evaluation every N steps (0: off)")
     g.add_argument("--eval-batch", type=int, default=64)
-    g.add_argument("--checkpoint-minutes", type=float, default=3.0)
+    g.add_argument("--checkpoint-seconds", type=float, default=180.0,
+                   help="write a resumable checkpoint this often (default: 180)")
     g.add_argument("--vq-args", default=None,
                    help="JSON object of VQArgs fields overriding the default architecture (new runs only)")
 
@@ -672,7 +587,7 @@ def _check_args(a: argparse.Namespace) -> None:
     need(a.log_every >= 1, "--log-every", ">= 1", a.log_every)
     need(a.eval_every >= 0, "--eval-every", ">= 0", a.eval_every)
     need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
-    need(a.checkpoint_minutes > 0, "--checkpoint-minutes", "> 0", a.checkpoint_minutes)
+    need(a.checkpoint_seconds > 0, "--checkpoint-seconds", "> 0", a.checkpoint_seconds)
     need(a.kmeans_batches >= 1, "--kmeans-batches", ">= 1", a.kmeans_batches)
     need(a.kmeans_points >= 1, "--kmeans-points", ">= 1", a.kmeans_points)
     need(a.kmeans_iters >= 1, "--kmeans-iters", ">= 1", a.kmeans_iters)
@@ -688,9 +603,9 @@ def run(args: argparse.Namespace) -> int:
     a.run = Path(a.run) if a.run else paths.runs_dir() / "vq"
     out = Path(a.out) if a.out else a.run / "vq.safetensors"
 
-    def build(log):
+    def build(log, resumed):
         trainer = _Trainer(a, log)
-        trainer.setup(load_vq_data(a.data))
+        trainer.setup(load_vq_data(a.data), resumed)
         return trainer
 
     def describe(t: "_Trainer") -> str:
@@ -700,8 +615,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{d.train.shape[1]}x{d.train.shape[2]}, batch {a.batch}, {'bf16 autocast' if t.amp else 'fp32'}, "
                 f"{a.threads} threads, step {t.step} -> {a.steps}; run folder {a.run}")
 
-    return run_resumable(a, out=out, log_name=LOG_NAME, checkpoint=CHECKPOINT_NAME, check=_check_args,
-                         build=build, describe=describe)
+    return run_resumable(a, out=out, kind=_Trainer.kind, check=_check_args, build=build, describe=describe)
 
 
 def main(argv: list[str] | None = None) -> int:
