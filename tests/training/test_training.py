@@ -345,3 +345,23 @@ def test_a_checkpoint_of_another_trainer_or_format_is_refused_by_name(tmp_path):
     torch.save({"step": 3}, tmp_path / "ckpt.pt")
     with pytest.raises(ValueError, match="ckpt.pt: a checkpoint in the format before"):
         read_checkpoint(path, "ar")
+
+
+def test_self_distillation_runs_on_the_loop_and_a_cancel_ends_it_with_a_head(tmp_path):
+    """`train drafter --model` (self-distillation) is the fifth trainer on the loop driver: the caller's
+    cancel ends training after the step it asked at, and the head trained so far is written and reported."""
+    from support.tiny import tiny_v3_folder
+
+    from lantern_studio.training.self_distill import train_drafter_for_model
+
+    folder = tiny_v3_folder(tmp_path / "v3")
+    seen = []
+    out = tmp_path / "eagle.safetensors"
+    summary = train_drafter_for_model(str(folder), steps=50, sequences=4, batch=2, out=out,
+                                      progress=lambda phase, done, total: seen.append((phase, done)),
+                                      should_stop=lambda: ("training", 3) in seen)
+    assert summary["steps"] == 3 and [d for p, d in seen if p == "training"] == [1, 2, 3]
+    assert out.is_file() and summary["history"][-1]["step"] == 3 and 0.0 <= summary["heldout_top1_agreement"] <= 1
+    # uncancelled, the same call trains every step
+    full = train_drafter_for_model(str(folder), steps=5, sequences=4, batch=2, out=out)
+    assert full["steps"] == 5 and full["stopped_by"] is None

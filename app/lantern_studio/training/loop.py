@@ -23,7 +23,8 @@ the life around the steps, the same for all of them:
 A trainer provides ``kind`` (str), ``step`` (int), ``model``, ``opt``, ``gen`` (a
 ``torch.Generator``), ``train_step() -> dict[str, float]`` (one optimiser step, ``step`` += 1),
 ``evaluate() -> (row, text)`` (a history row and its log text), ``extra_state() -> dict`` and
-``load_extra_state(extra)``.
+``load_extra_state(extra)``. Self-distillation (``train drafter --model``) runs on it too, without a
+checkpoint (its samples are not kept) and with the caller's cancel and progress hooks.
 """
 
 from __future__ import annotations
@@ -154,10 +155,13 @@ class TrainingLoop:
     evaluate); ``agree(flag)`` makes every rank take the same stop decision (any rank's flag).
     """
 
-    def __init__(self, trainer: Trainer, ckpt_path: Path, log: Callable[[str], None], settings: LoopSettings, *,
-                 resumed: dict | None = None, main: bool = True, agree: Callable[[bool], bool] | None = None):
+    def __init__(self, trainer: Trainer, ckpt_path: Path | None, log: Callable[[str], None], settings: LoopSettings,
+                 *, resumed: dict | None = None, main: bool = True, agree: Callable[[bool], bool] | None = None,
+                 should_stop: Callable[[], bool] | None = None, on_step: Callable[[int], None] | None = None):
         self.trainer = trainer
-        self.ckpt_path = Path(ckpt_path)
+        self.ckpt_path = None if ckpt_path is None else Path(ckpt_path)
+        self.should_stop = should_stop
+        self.on_step = on_step
         self.log = log
         self.s = settings
         self.main = main
@@ -173,7 +177,7 @@ class TrainingLoop:
         return self.wall_before + time.time() - self.t0
 
     def save(self) -> None:
-        if self.main:
+        if self.main and self.ckpt_path is not None:
             write_checkpoint(self.ckpt_path, self.trainer, wall=self.wall, history=self.history)
 
     def evaluate(self) -> None:
@@ -191,6 +195,8 @@ class TrainingLoop:
             return f"wall budget of {s.budget_minutes:g} min spent"
         if s.stop_after is not None and steps_here >= s.stop_after:
             return f"--stop-after {s.stop_after} reached"
+        if self.should_stop is not None and self.should_stop():
+            return "cancelled"
         return ""
 
     def run(self) -> str:
@@ -209,6 +215,8 @@ class TrainingLoop:
                     break
                 numbers = t.train_step()
                 steps_here += 1
+                if self.on_step is not None:
+                    self.on_step(t.step)
                 win_n += 1
                 for k, v in numbers.items():
                     window[k] = window.get(k, 0.0) + float(v)
@@ -219,7 +227,7 @@ class TrainingLoop:
                     window, win_n, win_t = {}, 0, time.time()
                 if s.eval_every > 0 and t.step % s.eval_every == 0:
                     self.evaluate()
-                if time.time() - last_ckpt >= s.checkpoint_seconds:
+                if self.ckpt_path is not None and time.time() - last_ckpt >= s.checkpoint_seconds:
                     self.save()
                     last_ckpt = time.time()
                     self.log(f"checkpoint at step {t.step}")
@@ -231,7 +239,9 @@ class TrainingLoop:
         if not self.stopped_by and (not self.history or self.history[-1]["step"] != t.step):
             self.evaluate()  # the export reports the weights it writes
         self.save()
-        if self.stopped_by:
+        if self.ckpt_path is None:
+            pass  # nothing to resume (self-distillation keeps no samples): the caller reports the end
+        elif self.stopped_by:
             self.log(f"stopped by {self.stopped_by} at step {t.step}; checkpoint saved, re-run the same command "
                      "to resume")
         elif self.end_reason != "done":

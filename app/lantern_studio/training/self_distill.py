@@ -35,6 +35,7 @@ from ..models import catalogue, load_pipeline, resolve_spec
 from ..models.catalogue import drafter_path
 from .common import cosine_lr
 from .drafter_loss import drafter_losses
+from .loop import EXIT_CODES, LoopSettings, TrainingLoop
 
 DEFAULT_PROMPTS = (
     "a photo of a cat sitting on a windowsill", "a red sports car on a mountain road",
@@ -122,6 +123,55 @@ def _batch(data: dict, idx: torch.Tensor, device):
     return tok, emb, mask
 
 
+class SelfDistillTrainer:
+    """An EAGLE head trained on the target's own samples, on the one loop driver (:mod:`.loop`)."""
+
+    kind = "self-distill"
+
+    def __init__(self, gpt, data: dict, train_idx, held_idx, device, *, lr, steps, batch, warmup, cfg, noise,
+                 p_weight, seed, init_from_last_layer):
+        self.gpt, self.data, self.train_idx, self.held_idx, self.device = gpt, data, train_idx, held_idx, device
+        self.steps, self.batch, self.lr, self.warmup = steps, batch, lr, warmup
+        self.cfg, self.noise, self.p_weight = cfg, noise, p_weight
+        self.model = EagleHead(gpt.config).to(device)
+        if init_from_last_layer and len(gpt.layers):
+            self.model.layer.load_state_dict(gpt.layers[-1].state_dict())
+        self.model.train()
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+        self.gen = torch.Generator().manual_seed(seed + 1)
+        self.step = 0
+
+    def train_step(self) -> dict[str, float]:
+        for gp in self.opt.param_groups:
+            gp["lr"] = cosine_lr(self.step, self.steps, self.lr, self.warmup)
+        n = min(self.batch, len(self.train_idx))
+        idx = self.train_idx[torch.randint(0, len(self.train_idx), (n,), generator=self.gen)]
+        tok, emb, mask = _batch(self.data, idx, self.device)
+        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.cfg, self.noise, self.gen)
+        loss = lf + self.p_weight * lp
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.step += 1
+        return {"feat": float(lf.detach()), "kl": float(lp.detach()), "top1": float(ag)}
+
+    @torch.no_grad()
+    def evaluate(self) -> tuple[dict, str]:
+        self.model.eval()
+        tok, emb, mask = _batch(self.data, self.held_idx, self.device)
+        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.cfg, 0.0, None)
+        self.model.train()
+        row = {"heldout_feature_loss": float(lf), "heldout_kl": float(lp), "heldout_top1": float(ag)}
+        return row, f"held-out top-1 agreement {float(ag):.3f}"
+
+    def extra_state(self) -> dict:
+        return {}
+
+    def load_extra_state(self, extra: dict) -> None:
+        pass
+
+
 def train_drafter_for_model(
     name_or_pipeline,
     steps: int = 1000,
@@ -171,49 +221,30 @@ def train_drafter_for_model(
     _cast(gpt, torch.float32)  # train in float32 (the head reads the target's features)
     dev = next(gpt.parameters()).device
     torch.manual_seed(seed)
-    head = EagleHead(gpt.config).to(dev)
-    if init_from_last_layer and len(gpt.layers):
-        head.layer.load_state_dict(gpt.layers[-1].state_dict())
-    head.train()
-    opt = torch.optim.AdamW(head.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
-    gen = torch.Generator().manual_seed(seed + 1)
-    history = []
-    step = 0
+    trainer = SelfDistillTrainer(gpt, data, train_idx, held_idx, dev, lr=lr, steps=steps, batch=batch,
+                                 warmup=min(warmup, max(1, steps // 10)), cfg=cfg, noise=noise, p_weight=p_weight,
+                                 seed=seed, init_from_last_layer=init_from_last_layer)
+    # the samples are not kept, so nothing to resume: no checkpoint; a cancel (or Ctrl-C) ends it early
+    loop = TrainingLoop(trainer, None, lambda _msg: None, LoopSettings(steps=steps, log_every=max(1, steps // 20)),
+                        should_stop=should_stop,
+                        on_step=(lambda done: progress("training", done, steps)) if progress is not None else None)
     try:
-        while step < steps:
-            if should_stop is not None and should_stop():
-                break
-            for gp in opt.param_groups:
-                gp["lr"] = cosine_lr(step, steps, lr, min(warmup, max(1, steps // 10)))
-            idx = train_idx[torch.randint(0, len(train_idx), (min(batch, len(train_idx)),), generator=gen)]
-            tok, emb, mask = _batch(data, idx, dev)
-            lf, lp, ag = drafter_losses(gpt, head, tok, emb, mask, cfg, noise, gen)
-            loss = lf + p_weight * lp
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
-            opt.step()
-            step += 1
-            if step % max(1, steps // 20) == 0 or step == steps:
-                history.append({"step": step, "feature_loss": float(lf.detach()), "kl": float(lp.detach()),
-                                "top1": float(ag)})
-            if progress is not None:
-                progress("training", step, steps)
-        head.eval()
-        with torch.no_grad():
-            tok, emb, mask = _batch(data, held_idx, dev)
-            lf, lp, ag = drafter_losses(gpt, head, tok, emb, mask, cfg, 0.0, None)
+        loop.run()
     finally:
         _cast(gpt, orig_dtype)
         for p, f in zip(gpt.parameters(), flags):
             p.requires_grad_(f)
+    head, step = trainer.model, trainer.step
+    last = loop.history[-1] if loop.history else {"heldout_top1": float("nan"), "heldout_kl": float("nan"),
+                                                  "heldout_feature_loss": float("nan")}
     head = head.to(orig_dtype).eval() if orig_dtype != torch.float32 else head.eval()
     save_weights(head, out, gpt.config.to_dict(), "eagle")
     summary = {
         "path": str(out), "model": name or getattr(pipe, "name", "model"), "steps": step, "sequences": n,
         "heldout_sequences": int(len(held_idx)), "cfg_scale": cfg, "seed": seed,
-        "heldout_top1_agreement": float(ag), "heldout_kl": float(lp), "heldout_feature_loss": float(lf),
-        "seconds": time.perf_counter() - t0, "history": history,
+        "heldout_top1_agreement": last["heldout_top1"], "heldout_kl": last["heldout_kl"],
+        "heldout_feature_loss": last["heldout_feature_loss"], "seconds": time.perf_counter() - t0,
+        "history": loop.history, "stopped_by": loop.stopped_by,
     }
     if not math.isfinite(summary["heldout_kl"]):
         summary["heldout_kl"] = None
@@ -256,5 +287,6 @@ def run(args) -> int:
     for bar in bars.values():
         bar.close()
     print(f"wrote {summary['path']}: held-out top-1 agreement {summary['heldout_top1_agreement']:.3f} "
-          f"after {summary['steps']} steps on {summary['sequences']} self-generated sequences")
-    return 0
+          f"after {summary['steps']} steps on {summary['sequences']} self-generated sequences"
+          + (f" (stopped early by {summary['stopped_by']})" if summary["stopped_by"] else ""))
+    return EXIT_CODES.get(summary["stopped_by"] or "", 0)
