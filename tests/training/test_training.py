@@ -101,6 +101,8 @@ def test_all_training_commands_end_to_end(dataset, tmp_path):
     assert ship.run(s_args) == 0
     man = json.loads((out / "model.json").read_text())
     assert set(man["files"]) >= {"gpt.safetensors", "vq.safetensors", "eagle.safetensors", "captions.json"}
+    # the tokenizer ships byte for byte as trained (fp16 already): its hash and training metadata stay
+    assert (out / "vq.safetensors").read_bytes() == vq_file.read_bytes()
     card = (out / "MODEL_CARD.md").read_text()
     assert man["files"]["gpt.safetensors"] in card and "samples.png" in card and "CC-BY 4.0" in card
     arm = json.loads((runs / "ar" / "metrics.json").read_text())  # the card quotes the metrics beside each file

@@ -176,6 +176,19 @@ def load_weights(path, kind: Optional[str] = None):
     return {k: (v.float() if v.is_floating_point() else v) for k, v in sd.items()}, config
 
 
+def stored_as(path, dtype: torch.dtype) -> bool:
+    """Whether every floating tensor of a readable safetensors file is stored in ``dtype``: such a
+    file can be copied byte for byte where re-saving it in ``dtype`` would change only its metadata."""
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return all(not f.get_slice(k).get_dtype().startswith(("F", "BF")) or
+                       f.get_slice(k).get_dtype() == {torch.float16: "F16", torch.bfloat16: "BF16",
+                                                       torch.float32: "F32"}.get(dtype)
+                       for k in f.keys())
+    except Exception:
+        return False
+
+
 def save_gpt(model: Transformer, path, dtype=torch.float16) -> None:
     save_weights(model, path, model.config.to_dict(), "gpt", dtype)
 

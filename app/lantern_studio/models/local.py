@@ -15,6 +15,7 @@ lives on disk. The bundled model in ``resources/models/`` is one of these.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +23,7 @@ import torch
 from safetensors.torch import load_file
 
 from ..engine.checkpoints import (CheckpointError, load_gpt, load_state_strict, load_weights, save_gpt,
-                                  save_weights)
+                                  save_weights, stored_as)
 from ..engine.files import atomic_write, sha256_file
 from ..engine.drafters import EagleHead
 from ..engine.pipeline import ImagePipeline, ModelSource
@@ -300,13 +301,25 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
     return pipe
 
 
+def copy_or_save(src: Optional[Path], dst: Path, dtype: torch.dtype, save) -> None:
+    """``dst`` as a byte copy of ``src`` (the file the weights were loaded from) when ``src`` already
+    stores them in ``dtype`` (its bytes, hash and training metadata stay as they are), else ``save(dst)``."""
+    if src is not None and stored_as(src, dtype):
+        if Path(src).resolve() != Path(dst).resolve():  # (shipping into the folder it came from: already there)
+            atomic_write(dst, lambda p: shutil.copyfile(src, p))
+        return
+    save(dst)
+
+
 def save_model_dir(folder, gpt, vq, vq_args, conditioning: dict, defaults: GenerationSettings, name: str,
-                   eagle: Optional[EagleHead] = None, extra: Optional[dict] = None, dtype=torch.float16) -> dict:
-    """Write a complete model folder (fp16 safetensors + model.json with hashes)."""
+                   eagle: Optional[EagleHead] = None, extra: Optional[dict] = None, dtype=torch.float16,
+                   vq_file: Optional[Path] = None) -> dict:
+    """Write a complete model folder (fp16 safetensors + model.json with hashes). ``vq_file``: the file
+    ``vq`` was loaded from, copied as it is when it is already stored in ``dtype``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     save_gpt(gpt, folder / "gpt.safetensors", dtype=dtype)
-    save_vq(vq, vq_args, folder / "vq.safetensors", dtype=dtype)
+    copy_or_save(vq_file, folder / "vq.safetensors", dtype, lambda p: save_vq(vq, vq_args, p, dtype=dtype))
     files = ["gpt.safetensors", "vq.safetensors"]
     man = {"format": FORMAT, "name": name, "gpt": "gpt.safetensors", "vq": "vq.safetensors",
            "conditioning": conditioning, "defaults": defaults.to_dict()}

@@ -31,7 +31,7 @@ from ..engine.tokenizer import load_vq
 from ..models import BUNDLED_NAME, bundled_dir
 from ..models.dataset import load_dataset
 from ..models.classes import REPERTOIRES, read_vocabulary
-from ..models.local import load_eagle, load_model_dir, read_manifest, save_model_dir
+from ..models.local import copy_or_save, load_eagle, load_model_dir, read_manifest, save_model_dir
 from ..paths import data_dir, runs_dir
 from ..reports import machine_info, reference_of
 from .data import short_caption
@@ -208,11 +208,12 @@ def ship(args) -> dict:
     if (out / "common_prompts.json").is_file():  # the plain-language evaluation set (written by hand, kept)
         extra_files.append("common_prompts.json")
     if args.recogniser and Path(args.recogniser).exists():
-        sd, cfg = load_weights(args.recogniser, "recogniser")
-        save_weights(sd, out / "recogniser.safetensors", cfg, "recogniser")
+        sd, cfg = load_weights(args.recogniser, "recogniser")  # checked before it ships
+        copy_or_save(Path(args.recogniser), out / "recogniser.safetensors", torch.float16,
+                     lambda p: save_weights(sd, p, cfg, "recogniser"))
         extra_files.append("recogniser.safetensors")
     defaults = defaults.with_(k=min(defaults.k, gpt.vocab_size - 1), top_k=min(defaults.top_k, gpt.vocab_size))
-    man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, BUNDLED_NAME, eagle=eagle,
+    man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, BUNDLED_NAME, eagle=eagle, vq_file=Path(args.vq),
                          extra={"extra_files": extra_files, "recogniser": "recogniser.safetensors" if "recogniser.safetensors" in extra_files else None})
     return man
 
