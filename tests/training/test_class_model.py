@@ -235,7 +235,7 @@ def test_a_training_pack_trains_without_the_dataset_and_the_gpu_script_runs_on_c
     other = tmp_path / "other"
     other.mkdir()
     (other / "gpt.safetensors").write_bytes((tmp_path / "out" / "gpt.safetensors").read_bytes())
-    (other / "identities.json").write_text(json.dumps({"classes": [{"identity": "Z9"}], "outside": []}))
+    (other / "identities.json").write_text(json.dumps({"classes": [{"identity": "Z9", "name": "zebra"}], "outside": []}))
     args = p.parse_args(["--run", str(tmp_path / "grown"), "--condition", "class", "--pack", str(tmp_path / "pack.pt"),
                          "--grow-from", str(other / "gpt.safetensors"), "--steps", "1", "--batch", "4", "--dim", "32",
                          "--layers", "1", "--heads", "2", "--threads", "1"])

@@ -130,8 +130,19 @@ def read_vocabulary(path: Path, styles, tones) -> ClassVocabulary:
     if Path(path).is_file() and Path(path).stat().st_size > MAX_VOCABULARY_BYTES:
         raise VocabularyError(f"{path}: larger than {MAX_VOCABULARY_BYTES // 2**20} MiB; not a class list")
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise VocabularyError(f"{path}: unreadable ({type(e).__name__})") from None
+    return vocabulary_from_json(text, styles, tones, where=str(path))
+
+
+def vocabulary_from_json(text: str, styles, tones, where: str = "identities.json") -> ClassVocabulary:
+    """The text of an identities.json (``ClassVocabulary.to_json``) + the style and tone lists → a checked
+    ClassVocabulary; VocabularyError names ``where`` and the problem."""
+    path = where
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
         raise VocabularyError(f"{path}: unreadable ({type(e).__name__})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("classes"), list) or not doc["classes"]:
         raise VocabularyError(f'{path}: must hold {{"classes": [identities, ...], "outside": [...]}}')

@@ -31,7 +31,8 @@ from ..engine.files import sha256_file
 from ..engine.model import ModelArgs, Transformer
 from ..engine.text import MiniLMEncoder, left_pad, make_text_encoder
 from ..engine.tokenizer import load_vq
-from ..models.classes import TONES, class_rows, read_vocabulary, vocabulary_from_meta
+from ..models.classes import (TONES, ClassVocabulary, VocabularyError, class_rows, read_vocabulary,
+                              vocabulary_from_json, vocabulary_from_meta)
 from ..models.dataset import load_dataset
 from ..paths import data_dir, runs_dir
 from . import distributed
@@ -233,19 +234,13 @@ def batch_from(prep: dict, idx: torch.Tensor, gen: torch.Generator, augment: boo
     return tok, prep["emb"][t].float(), prep["mask"][t]
 
 
-def check_grows(old_identities: Path, vocabulary) -> None:
+def check_grows(old: ClassVocabulary, new: ClassVocabulary, where: Path) -> None:
     """A grown model keeps its old class rows: the new vocabulary must list the old identities first, in order
     (a pack made from another repertoire or order would silently relabel them)."""
-    if not old_identities.is_file() or not vocabulary:
-        return
-
-    def keys(text):
-        return [c.get("identity") for c in json.loads(text).get("classes", [])]
-
-    old, new = keys(old_identities.read_text(encoding="utf-8")), keys(vocabulary)
-    if new[: len(old)] != old:
+    old_ids, new_ids = [c["identity"] for c in old.identities], [c["identity"] for c in new.identities]
+    if new_ids[: len(old_ids)] != old_ids:
         raise SystemExit(f"train ar --grow-from: the training data's classes do not start with the "
-                         f"{len(old)} classes of {old_identities} in their order; prepare it with --grow-from")
+                         f"{len(old_ids)} classes of {where} in their order; prepare it with --grow-from")
 
 
 def on_device(batch, device):
@@ -434,7 +429,13 @@ def _train(args, group) -> dict:
     elif args.grow_from:
         # a trained class model with identity rows appended for the classes the repertoire adds
         old = load_gpt(args.grow_from)
-        check_grows(Path(args.grow_from).parent / "identities.json", prep.get("vocabulary"))
+        where = Path(args.grow_from).parent / "identities.json"
+        if where.is_file() and prep.get("vocabulary"):
+            try:
+                old_vocab = read_vocabulary(where, prep["styles"], prep["tones"])
+            except VocabularyError as e:
+                raise SystemExit(f"train ar --grow-from: {e}") from None
+            check_grows(old_vocab, vocabulary_from_json(prep["vocabulary"], prep["styles"], prep["tones"]), where)
         added = margs.num_classes - old.config.num_classes
         old.grow_identities(added, generator=torch.Generator().manual_seed(args.seed))
         load_state_strict(model, old.state_dict(), args.grow_from)
