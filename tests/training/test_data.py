@@ -1,4 +1,5 @@
-"""Dataset build (training/data.py) from fabricated package folders; no npm, no network."""
+"""Dataset build (training/data.py) from fabricated package folders, and fetching the pinned
+packages (training/npm_packages.py) with a stand-in npm; no real npm, no network."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import hashlib
 import io
 import json
+import shutil
 import stat
 import tarfile
 from pathlib import Path
@@ -14,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lantern_studio.training import data
+from lantern_studio.training import data, npm_packages
 
 from support.emoji_packages import COLOURS, HELD, PLAIN, THUMBS, _make_packages
 
@@ -180,10 +182,10 @@ def test_load_dataset_missing(tmp_path):
 
 
 def test_missing_npm_is_a_clear_error(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(data.shutil, "which", lambda name: None)
-    spec = data.GOOGLE_PACKAGE
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    spec = npm_packages.GOOGLE_PACKAGE
     with pytest.raises(data.DatasetError) as exc:
-        data.fetch_package(spec, tmp_path / "pk")
+        npm_packages.fetch_package(spec, tmp_path / "pk")
     assert "npm is required to fetch the emoji packages; install Node.js/npm" in str(exc.value)
     assert spec.spec in str(exc.value)
 
@@ -208,31 +210,31 @@ def _fake_npm(tmp_path: Path, payload: bytes, filename: str) -> Path:
 
 
 def test_hash_mismatch_is_a_clear_error(monkeypatch, tmp_path):
-    spec = data.PackageSpec("emoji-datasource-google", "16.0.0", "0" * 64)
+    spec = npm_packages.PackageSpec("emoji-datasource-google", "16.0.0", "0" * 64)
     npm = _fake_npm(tmp_path, b"not the pinned tarball", spec.tarball_name)
-    monkeypatch.setattr(data.shutil, "which", lambda name: str(npm))
+    monkeypatch.setattr(shutil, "which", lambda name: str(npm))
     pk = tmp_path / "pk"
     with pytest.raises(data.DatasetError) as exc:
-        data.fetch_package(spec, pk)
+        npm_packages.fetch_package(spec, pk)
     msg = str(exc.value)
     assert "sha256 mismatch" in msg and spec.spec in msg and "0" * 64 in msg
     assert list(pk.iterdir()) == []  # the bad tarball was not kept
 
     # Pinned to the right hash, the same fake npm "download" is accepted and kept.
-    good = data.PackageSpec(spec.name, spec.version,
-                            hashlib.sha256(b"not the pinned tarball").hexdigest())
-    path = data.fetch_package(good, pk)
+    good = npm_packages.PackageSpec(spec.name, spec.version,
+                                    hashlib.sha256(b"not the pinned tarball").hexdigest())
+    path = npm_packages.fetch_package(good, pk)
     assert path == pk / good.tarball_name and path.read_bytes() == b"not the pinned tarball"
 
 
 def test_matching_tarball_is_reused_without_npm(monkeypatch, tmp_path):
-    monkeypatch.setattr(data.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     pk = tmp_path / "pk"
     pk.mkdir()
     payload = b"already here"
-    spec = data.PackageSpec("emojibase-data", "17.0.0", hashlib.sha256(payload).hexdigest())
+    spec = npm_packages.PackageSpec("emojibase-data", "17.0.0", hashlib.sha256(payload).hexdigest())
     (pk / spec.tarball_name).write_bytes(payload)
-    assert data.fetch_package(spec, pk) == pk / spec.tarball_name
+    assert npm_packages.fetch_package(spec, pk) == pk / spec.tarball_name
 
 
 def _tarball(src: Path, dest: Path) -> None:
@@ -249,12 +251,13 @@ def test_build_end_to_end_from_tarballs(monkeypatch, tmp_path, packages):
     pk = tmp_path / "downloads"
     pk.mkdir()
     specs = []
-    for pkg_dir, real in zip(packages, data.PACKAGES):
+    for pkg_dir, real in zip(packages, npm_packages.PACKAGES):
         tgz = pk / real.tarball_name
         _tarball(pkg_dir, tgz)
-        specs.append(data.PackageSpec(real.name, real.version, data.sha256_file(tgz)))
+        specs.append(npm_packages.PackageSpec(real.name, real.version, data.sha256_file(tgz)))
+    # build() reads the pins where data.py looks them up, and hands them to fetch_packages
     monkeypatch.setattr(data, "PACKAGES", tuple(specs))
-    monkeypatch.setattr(data.shutil, "which", lambda name: None)  # npm must not be needed
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # npm must not be needed
 
     out = tmp_path / "emoji64"
     args = argparse.Namespace(out=out, packages_dir=pk, force=False)
