@@ -43,9 +43,8 @@ from PIL import Image
 from tqdm import tqdm
 
 from ..engine.files import atomic_write, sha256_file
-# the folder format lives with its readers (models/dataset.py); its names stay importable from here
-from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS,  # noqa: F401
-                              DatasetError, default_out_dir, load_dataset, split_indices)
+from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS, DatasetError,
+                              default_out_dir)
 from . import iconify
 from .iconify import compose_on_white
 from .npm_packages import (EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, PACKAGES, TWITTER_PACKAGE, default_packages_dir,
