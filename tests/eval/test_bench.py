@@ -250,14 +250,14 @@ def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
 
     import torch
 
-    from lantern_studio.training import recogniser as rec
+    from lantern_studio.models.recogniser import RecogniserConfig, RecogniserNet, save_recogniser
 
     folder = tmp_path / "tinyq"
     shutil.copytree(tiny_dir, folder)
     classes = ["face-smiling", "animal-mammal", "food-fruit"]
     torch.manual_seed(0)
-    net = rec.RecogniserNet(rec.RecogniserConfig(classes=classes, stem=8, widths=[8, 16], feature_dim=8))
-    rec.save_recogniser(net.eval(), folder / "recogniser.safetensors")
+    net = RecogniserNet(RecogniserConfig(classes=classes, stem=8, widths=[8, 16], feature_dim=8))
+    save_recogniser(net.eval(), folder / "recogniser.safetensors")
     (folder / "heldout_prompts.json").write_text(json.dumps(
         [{"prompt": "grinning face", "subgroup": "face-smiling"}, {"prompt": "cat face", "subgroup": "animal-mammal"},
          {"prompt": "red apple", "subgroup": "food-fruit"}]))
@@ -283,15 +283,15 @@ def test_identity_judge_fields_and_seeds_per_prompt(tiny_dir, tmp_path):
 
     import torch
 
-    from lantern_studio.training import recogniser as rec
+    from lantern_studio.models.recogniser import RecogniserConfig, RecogniserNet, save_recogniser
 
     folder = tmp_path / "tinyj"
     shutil.copytree(tiny_dir, folder)
     groups = {"1F600": "face-smiling", "1F603": "face-smiling", "1F431": "animal-mammal", "1F34E": "food-fruit"}
     torch.manual_seed(0)
-    net = rec.RecogniserNet(rec.RecogniserConfig(classes=list(groups), stem=8, widths=[8, 16], feature_dim=8,
+    net = RecogniserNet(RecogniserConfig(classes=list(groups), stem=8, widths=[8, 16], feature_dim=8,
                                                  label="identity", groups=groups))
-    rec.save_recogniser(net.eval(), folder / "recogniser.safetensors")
+    save_recogniser(net.eval(), folder / "recogniser.safetensors")
     prompts = tmp_path / "common.json"
     prompts.write_text(json.dumps(
         [{"prompt": "a big grin", "identities": ["1F600", "1F603"], "subgroups": ["face-smiling"]},

@@ -23,7 +23,9 @@ from lantern_studio.eval.metrics import (
     prompt_subgroup,
     score_image,
 )
+from lantern_studio.models.recogniser import RecogniserConfig, RecogniserNet, save_recogniser
 from lantern_studio.training import recogniser as rec
+from lantern_studio.training.loop import CHECKPOINT_NAME
 from support.dataset import write_dataset
 
 CLASSES = ["shape-circle", "shape-square", "shape-triangle"]
@@ -110,7 +112,7 @@ def test_training_beats_chance_on_heldout(trained, dataset):
     pred = r.predict(images[held]).argmax(1)
     want = [r.classes.index(meta[i]["subgroup"]) for i in held]
     assert abs(float(np.mean(pred == want)) - m["heldout_top1"]) < 1e-6
-    assert (run_dir / rec.CHECKPOINT_NAME).is_file() and (run_dir / "log.txt").is_file()
+    assert (run_dir / CHECKPOINT_NAME).is_file() and (run_dir / "log.txt").is_file()
 
 
 def test_weights_file_format(trained):
@@ -137,12 +139,12 @@ def test_save_load_round_trip_identical(trained, dataset, tmp_path):
     np.testing.assert_array_equal(r.predict(batch), again.predict(batch))
     np.testing.assert_array_equal(r.features(batch), again.features(batch))
     # Saving the loaded network (fp32) and loading it back is exact.
-    rec.save_recogniser(r.net, tmp_path / "copy.safetensors", dtype=None)
+    save_recogniser(r.net, tmp_path / "copy.safetensors", dtype=None)
     copy = Recogniser.load(tmp_path / "copy.safetensors")
     np.testing.assert_array_equal(r.predict(batch), copy.predict(batch))
     # And the fp16 export is close to the fp32 training checkpoint.
-    ckpt = torch.load(run_dir / rec.CHECKPOINT_NAME, map_location="cpu", weights_only=True)
-    net = rec.RecogniserNet(rec.RecogniserConfig.from_dict(json.loads(ckpt["extra"]["config"])))
+    ckpt = torch.load(run_dir / CHECKPOINT_NAME, map_location="cpu", weights_only=True)
+    net = RecogniserNet(RecogniserConfig.from_dict(json.loads(ckpt["extra"]["config"])))
     net.load_state_dict(ckpt["model"])
     fp32 = Recogniser(net, {}).predict(batch)
     np.testing.assert_allclose(r.predict(batch), fp32, atol=2e-2)
@@ -167,12 +169,12 @@ def test_resume_continues_from_saved_step(dataset, tmp_path):
     run_dir = tmp_path / "run"
     args = ["--data", str(folder), "--run", str(run_dir), "--steps", "20", *TINY]
     assert rec.main([*args, "--stop-after", "8"]) == 0
-    ckpt = torch.load(run_dir / rec.CHECKPOINT_NAME, map_location="cpu", weights_only=True)
+    ckpt = torch.load(run_dir / CHECKPOINT_NAME, map_location="cpu", weights_only=True)
     assert ckpt["step"] == 8
     m = json.loads((run_dir / rec.METRICS_NAME).read_text())
     assert m["steps"] == 8 and m["complete"] is False  # a stopped run still exports what it has
     assert rec.main(args) == 0
-    ckpt = torch.load(run_dir / rec.CHECKPOINT_NAME, map_location="cpu", weights_only=True)
+    ckpt = torch.load(run_dir / CHECKPOINT_NAME, map_location="cpu", weights_only=True)
     assert ckpt["step"] == 20
     m = json.loads((run_dir / rec.METRICS_NAME).read_text())
     assert m["steps"] == 20 and m["complete"] is True
@@ -181,7 +183,7 @@ def test_resume_continues_from_saved_step(dataset, tmp_path):
     assert "step 10/20" in log  # the resumed run counted on from 8, not from 0
     # Nothing left to do: a re-run trains no steps and keeps the file.
     assert rec.main(args) == 0
-    assert torch.load(run_dir / rec.CHECKPOINT_NAME, map_location="cpu", weights_only=True)["step"] == 20
+    assert torch.load(run_dir / CHECKPOINT_NAME, map_location="cpu", weights_only=True)["step"] == 20
 
 
 def test_bad_arguments_name_the_field(dataset, tmp_path, capsys):

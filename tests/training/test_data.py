@@ -1,4 +1,5 @@
-"""Dataset build (training/data.py) from fabricated package folders; no npm, no network."""
+"""Dataset build (training/data.py) from fabricated package folders, and fetching the pinned
+packages (training/npm_packages.py) with a stand-in npm; no real npm, no network."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import hashlib
 import io
 import json
+import shutil
 import stat
 import tarfile
 from pathlib import Path
@@ -14,7 +16,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lantern_studio.training import data
+from lantern_studio.engine.files import sha256_file
+from lantern_studio.models.dataset import (IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS, DatasetError, load_dataset,
+                                          split_indices)
+from lantern_studio.training import data, npm_packages
+from lantern_studio.training.iconify import compose_on_white
 
 from support.emoji_packages import COLOURS, HELD, PLAIN, THUMBS, _make_packages
 
@@ -38,7 +44,7 @@ def built(packages, tmp_path):
 
 def test_images_shape_dtype_and_white_compositing(built):
     out, manifest = built
-    images, meta, loaded = data.load_dataset(out, verify=True)
+    images, meta, loaded = load_dataset(out, verify=True)
     assert loaded == manifest
     # thumbs: 3 renderings × 2 vendors, plain: 2, noname: google only, held: 2
     assert images.shape == (6 + 2 + 1 + 2, 64, 64, 3)
@@ -59,7 +65,7 @@ def test_compose_on_white_exact():
     arr[0, 0] = (0, 0, 0, 0)
     arr[0, 1] = (255, 0, 0, 128)
     arr[0, 2] = (10, 20, 30, 255)
-    out = data.compose_on_white(Image.fromarray(arr, "RGBA"))
+    out = compose_on_white(Image.fromarray(arr, "RGBA"))
     assert out.shape == (64, 64, 3) and out.dtype == np.uint8
     assert out[0, 0].tolist() == [255, 255, 255]
     assert out[0, 1].tolist() == [255, 127, 127]
@@ -67,15 +73,15 @@ def test_compose_on_white_exact():
     # Other modes (grey + alpha, palette) go through RGBA too.
     # Other sizes are resized to 64×64.
     small = Image.new("RGBA", (16, 16), (10, 20, 30, 255))
-    assert data.compose_on_white(small).shape == (64, 64, 3)
-    assert (data.compose_on_white(small) == np.array([10, 20, 30])).all()
+    assert compose_on_white(small).shape == (64, 64, 3)
+    assert (compose_on_white(small) == np.array([10, 20, 30])).all()
     la = Image.fromarray(np.dstack([np.full((64, 64), 0, np.uint8), np.zeros((64, 64), np.uint8)]), "LA")
-    assert (data.compose_on_white(la) == 255).all()
+    assert (compose_on_white(la) == 255).all()
 
 
 def test_captions_and_metadata(built):
     out, _ = built
-    _, meta, _ = data.load_dataset(out)
+    _, meta, _ = load_dataset(out)
     caps = [m["caption"] for m in meta]
     assert caps == [
         "thumbs up, google style",
@@ -116,16 +122,16 @@ def test_skin_tone_words():
 
 def test_split_is_by_identity_and_deterministic(built, packages, tmp_path):
     out, manifest = built
-    images, meta, _ = data.load_dataset(out)
-    by_split = {s: {m["identity"] for m in meta if m["split"] == s} for s in data.SPLITS}
+    images, meta, _ = load_dataset(out)
+    by_split = {s: {m["identity"] for m in meta if m["split"] == s} for s in SPLITS}
     assert by_split["heldout"] == {HELD}
     assert not (by_split["train"] & by_split["heldout"])
-    held = data.split_indices(meta, "heldout")
-    train = data.split_indices(meta, "train")
+    held = split_indices(meta, "heldout")
+    train = split_indices(meta, "train")
     assert held.dtype == np.int64 and held.tolist() == [9, 10]
     assert sorted(held.tolist() + train.tolist()) == list(range(len(meta)))
     with pytest.raises(ValueError, match="split"):
-        data.split_indices(meta, "test")
+        split_indices(meta, "test")
     assert manifest["counts"] == {"train": 9, "heldout": 2, "total": 11}
     assert manifest["identities"] == {"total": 4, "train": 3, "heldout": 1}
 
@@ -149,29 +155,29 @@ def test_split_hash_is_stable_and_about_four_percent():
 
 def test_manifest_hashes_match_files(built):
     out, manifest = built
-    for name in (data.IMAGES_FILE, data.META_FILE):
+    for name in (IMAGES_FILE, META_FILE):
         digest = hashlib.sha256((out / name).read_bytes()).hexdigest()
         assert manifest["files"][name]["sha256"] == digest
-    on_disk = json.loads((out / data.MANIFEST_FILE).read_text())
+    on_disk = json.loads((out / MANIFEST_FILE).read_text())
     assert on_disk == manifest
     assert manifest["subgroups"] == ["animal-mammal", "hand-fingers-closed", "tool", "transport-ground"]
     assert {p["name"] for p in manifest["packages"]} == {
         "emoji-datasource-google", "emoji-datasource-twitter", "emojibase-data"}
     assert data.complete_manifest(out, check_pins=False) == manifest
     # A damaged file makes the dataset incomplete.
-    with open(out / data.META_FILE, "a") as fh:
+    with open(out / META_FILE, "a") as fh:
         fh.write("\n")
     assert data.complete_manifest(out, check_pins=False) is None
-    with pytest.raises(data.DatasetError, match="does not match"):
-        data.load_dataset(out, verify=True)
+    with pytest.raises(DatasetError, match="does not match"):
+        load_dataset(out, verify=True)
     # No temporary files left behind.
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [data.IMAGES_FILE, data.META_FILE, data.MANIFEST_FILE])
+        [IMAGES_FILE, META_FILE, MANIFEST_FILE])
 
 
 def test_load_dataset_missing(tmp_path):
-    with pytest.raises(data.DatasetError, match="lantern-studio train data"):
-        data.load_dataset(tmp_path / "nothing")
+    with pytest.raises(DatasetError, match="lantern-studio train data"):
+        load_dataset(tmp_path / "nothing")
 
 
 # --------------------------------------------------------------------------- #
@@ -180,17 +186,17 @@ def test_load_dataset_missing(tmp_path):
 
 
 def test_missing_npm_is_a_clear_error(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(data.shutil, "which", lambda name: None)
-    spec = data.GOOGLE_PACKAGE
-    with pytest.raises(data.DatasetError) as exc:
-        data.fetch_package(spec, tmp_path / "pk")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    spec = npm_packages.GOOGLE_PACKAGE
+    with pytest.raises(DatasetError) as exc:
+        npm_packages.fetch_package(spec, tmp_path / "pk")
     assert "npm is required to fetch the emoji packages; install Node.js/npm" in str(exc.value)
     assert spec.spec in str(exc.value)
 
     args = argparse.Namespace(out=tmp_path / "out", packages_dir=tmp_path / "pk", force=False)
     assert data.run(args) == 1
     assert "npm is required" in capsys.readouterr().err
-    assert not (tmp_path / "out" / data.MANIFEST_FILE).exists()
+    assert not (tmp_path / "out" / MANIFEST_FILE).exists()
 
 
 def _fake_npm(tmp_path: Path, payload: bytes, filename: str) -> Path:
@@ -208,31 +214,31 @@ def _fake_npm(tmp_path: Path, payload: bytes, filename: str) -> Path:
 
 
 def test_hash_mismatch_is_a_clear_error(monkeypatch, tmp_path):
-    spec = data.PackageSpec("emoji-datasource-google", "16.0.0", "0" * 64)
+    spec = npm_packages.PackageSpec("emoji-datasource-google", "16.0.0", "0" * 64)
     npm = _fake_npm(tmp_path, b"not the pinned tarball", spec.tarball_name)
-    monkeypatch.setattr(data.shutil, "which", lambda name: str(npm))
+    monkeypatch.setattr(shutil, "which", lambda name: str(npm))
     pk = tmp_path / "pk"
-    with pytest.raises(data.DatasetError) as exc:
-        data.fetch_package(spec, pk)
+    with pytest.raises(DatasetError) as exc:
+        npm_packages.fetch_package(spec, pk)
     msg = str(exc.value)
     assert "sha256 mismatch" in msg and spec.spec in msg and "0" * 64 in msg
     assert list(pk.iterdir()) == []  # the bad tarball was not kept
 
     # Pinned to the right hash, the same fake npm "download" is accepted and kept.
-    good = data.PackageSpec(spec.name, spec.version,
-                            hashlib.sha256(b"not the pinned tarball").hexdigest())
-    path = data.fetch_package(good, pk)
+    good = npm_packages.PackageSpec(spec.name, spec.version,
+                                    hashlib.sha256(b"not the pinned tarball").hexdigest())
+    path = npm_packages.fetch_package(good, pk)
     assert path == pk / good.tarball_name and path.read_bytes() == b"not the pinned tarball"
 
 
 def test_matching_tarball_is_reused_without_npm(monkeypatch, tmp_path):
-    monkeypatch.setattr(data.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     pk = tmp_path / "pk"
     pk.mkdir()
     payload = b"already here"
-    spec = data.PackageSpec("emojibase-data", "17.0.0", hashlib.sha256(payload).hexdigest())
+    spec = npm_packages.PackageSpec("emojibase-data", "17.0.0", hashlib.sha256(payload).hexdigest())
     (pk / spec.tarball_name).write_bytes(payload)
-    assert data.fetch_package(spec, pk) == pk / spec.tarball_name
+    assert npm_packages.fetch_package(spec, pk) == pk / spec.tarball_name
 
 
 def _tarball(src: Path, dest: Path) -> None:
@@ -249,17 +255,18 @@ def test_build_end_to_end_from_tarballs(monkeypatch, tmp_path, packages):
     pk = tmp_path / "downloads"
     pk.mkdir()
     specs = []
-    for pkg_dir, real in zip(packages, data.PACKAGES):
+    for pkg_dir, real in zip(packages, npm_packages.PACKAGES):
         tgz = pk / real.tarball_name
         _tarball(pkg_dir, tgz)
-        specs.append(data.PackageSpec(real.name, real.version, data.sha256_file(tgz)))
+        specs.append(npm_packages.PackageSpec(real.name, real.version, sha256_file(tgz)))
+    # build() reads the pins where data.py looks them up, and hands them to fetch_packages
     monkeypatch.setattr(data, "PACKAGES", tuple(specs))
-    monkeypatch.setattr(data.shutil, "which", lambda name: None)  # npm must not be needed
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # npm must not be needed
 
     out = tmp_path / "emoji64"
     args = argparse.Namespace(out=out, packages_dir=pk, force=False)
     assert data.run(args) == 0
-    images, meta, manifest = data.load_dataset(out, verify=True)
+    images, meta, manifest = load_dataset(out, verify=True)
     assert images.shape[0] == 11
     assert [(p["name"], p["sha256"]) for p in manifest["packages"]] == [
         (s.name, s.sha256) for s in specs]
@@ -267,12 +274,12 @@ def test_build_end_to_end_from_tarballs(monkeypatch, tmp_path, packages):
     assert sorted(p.name for p in pk.iterdir()) == sorted(s.tarball_name for s in specs)
 
     # A complete dataset is reused (even with the tarballs gone) unless --force.
-    before = (out / data.IMAGES_FILE).stat().st_mtime_ns
+    before = (out / IMAGES_FILE).stat().st_mtime_ns
     for s in specs:
         (pk / s.tarball_name).unlink()
     assert data.build(out, pk, progress=False) == manifest
-    assert (out / data.IMAGES_FILE).stat().st_mtime_ns == before
-    with pytest.raises(data.DatasetError, match="npm is required"):
+    assert (out / IMAGES_FILE).stat().st_mtime_ns == before
+    with pytest.raises(DatasetError, match="npm is required"):
         data.build(out, pk, force=True, progress=False)
 
 

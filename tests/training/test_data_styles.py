@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from lantern_studio.models.dataset import DatasetError, load_dataset, split_indices
 from lantern_studio.training import data, iconify
 from support.emoji_packages import HELD, PLAIN, THUMBS, _make_packages
 
@@ -62,7 +63,7 @@ def multi_style(tmp_path):
 
 def test_every_style_is_aligned_to_the_emojibase_identity(multi_style):
     out, manifest = multi_style
-    images, meta, _ = data.load_dataset(out, verify=True)
+    images, meta, _ = load_dataset(out, verify=True)
     by_style = Counter(m["style"] for m in meta)
     # thumbs: base + light + medium; plain; the unknown code point is left out.
     assert by_style["fluent-flat"] == 4 and by_style["fluent-color"] == 4
@@ -108,8 +109,8 @@ def _balanced(shares: dict[str, float], n_ids: int, tol: float) -> bool:
 
 def test_identity_balanced_sampler_does_not_oversample_variant_heavy_identities(multi_style):
     out, _ = multi_style
-    _, meta, _ = data.load_dataset(out)
-    rows = [int(i) for i in data.split_indices(meta, "train")]
+    _, meta, _ = load_dataset(out)
+    rows = [int(i) for i in split_indices(meta, "train")]
     per_id = Counter(meta[i]["identity"] for i in rows)
     # The fixture is lopsided: thumbs up has many more renderings than the others.
     assert per_id[THUMBS] >= 4 * min(per_id.values())
@@ -138,8 +139,8 @@ def test_ar_prepare_carries_identity_weights(multi_style, tmp_path):
     vq_path = tmp_path / "vq.safetensors"
     save_vq(vq, vq.args, vq_path)
     prep = ar.prepare(out, vq_path, tmp_path / "run", encoder="hash:16", length=6, shifts=[(0, 0)], log=lambda m: None)
-    _, meta, _ = data.load_dataset(out)
-    rows = [int(i) for i in data.split_indices(meta, "train")]
+    _, meta, _ = load_dataset(out)
+    rows = [int(i) for i in split_indices(meta, "train")]
     assert torch.allclose(prep["weights"][rows], torch.from_numpy(data.identity_weights(meta, rows)))
     assert float(prep["weights"][~prep["train"]].abs().sum()) == 0.0
 
@@ -158,6 +159,6 @@ def test_unreadable_icon_set_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "icons.json").write_text("{not json")
-    with pytest.raises(data.DatasetError, match="fluent-flat: icons.json is not readable JSON"):
+    with pytest.raises(DatasetError, match="fluent-flat: icons.json is not readable JSON"):
         data.build_from_extracted(google, twitter, eb, tmp_path / "o", icon_dirs={"fluent-flat": (bad, None)},
                                   progress=False)

@@ -62,8 +62,7 @@ import torch.nn.functional as F
 
 from lantern_studio import paths
 # the network, its input convention and its weights file are the shipped inference side (models/recogniser.py)
-from ..models.recogniser import (ARCH, KIND, RecogniserConfig, RecogniserNet, load_recogniser_net,  # noqa: F401
-                                 save_recogniser, subgroup_pool, to_input)
+from ..models.recogniser import RecogniserConfig, RecogniserNet, save_recogniser, subgroup_pool, to_input
 from ..engine.tokenizer import load_vq
 from ..models.dataset import DatasetError, default_out_dir, load_dataset
 from .common import atomic_write_text as _atomic_write_text
@@ -71,18 +70,11 @@ from .common import cosine_lr as _lr_at
 from .loop import CHECKPOINT_NAME, run_resumable
 
 __all__ = [
-    "KIND",
-    "ARCH",
-    "RecogniserConfig",
-    "RecogniserNet",
     "RecogniserData",
     "make_data",
     "load_recogniser_data",
-    "to_input",
     "augment",
     "evaluate",
-    "save_recogniser",
-    "load_recogniser_net",
     "add_arguments",
     "run",
     "main",
