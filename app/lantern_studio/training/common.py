@@ -14,6 +14,11 @@ import torch
 from ..engine.files import atomic_write
 
 
+def say(msg: str) -> None:
+    """A progress line of a one-off command (``train data``): to stderr, at once."""
+    print(msg, file=sys.stderr, flush=True)
+
+
 class RunLog:
     """Prints progress lines and appends them to ``run_dir/log.txt``."""
 

