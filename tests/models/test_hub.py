@@ -90,6 +90,8 @@ def test_offline_mode_uses_the_cache_and_names_what_is_missing(hub_server, monke
     with pytest.raises(NotDownloaded, match="offline") as err:
         hub.download_files(_files("vq_tiny.pt", "c2i_tiny.pt"))
     assert "c2i_tiny.pt" in str(err.value)
+    with pytest.raises(hub.HubOffline, match="HF_HUB_OFFLINE"):  # offline is said as such, not "not downloaded"
+        hub.check_reachable()
     assert hub_server.log == []  # not a single request
     # local_files_only=True works the same without the environment variable
     monkeypatch.delenv("HF_HUB_OFFLINE")

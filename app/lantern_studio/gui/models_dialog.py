@@ -103,7 +103,7 @@ class ModelsDialog(QDialog):
             await aio.in_thread(hub.check_reachable)
             self.hub_problem = None
         except hub.HubError as e:
-            self.hub_problem = f"{e}" + ("" if isinstance(e, hub.NotDownloaded) else
+            self.hub_problem = f"{e}" + ("" if isinstance(e, hub.HubOffline) else
                                          "; models already in the cache still load")
         if self.task is download and not self.downloading and self.isVisible():
             self._say(f"Hub: {self.hub_problem}." if self.hub_problem else "")

@@ -43,7 +43,7 @@ from ..paths import env_flag, existing_parent
 
 __all__ = [
     "HubFile", "RemoteFile", "DownloadPlan", "DownloadProgress",
-    "HubError", "HubUnavailable", "NotDownloaded", "NotEnoughSpace", "IntegrityError", "DownloadCancelled",
+    "HubError", "HubUnavailable", "HubOffline", "NotDownloaded", "NotEnoughSpace", "IntegrityError", "DownloadCancelled",
     "hf_cache_dir", "hub_endpoint", "is_offline", "cached_path", "missing", "is_installed",
     "prepare", "download", "download_files", "verify_file", "verify_cached", "remove_files",
     "check_free_space", "format_size",
@@ -63,6 +63,10 @@ class HubUnavailable(HubError):
 
 class NotDownloaded(HubError):
     """Files are missing from the local cache and offline mode forbids fetching them."""
+
+
+class HubOffline(HubError):
+    """Offline mode is on (``HF_HUB_OFFLINE``): the hub is not asked at all."""
 
 
 class NotEnoughSpace(HubError):
@@ -207,12 +211,12 @@ def _unavailable(cause: BaseException) -> HubUnavailable:
 
 
 def check_reachable(timeout: float = 3.0) -> None:
-    """Raise :class:`NotDownloaded` when offline mode is on and :class:`HubUnavailable` when the hub's endpoint
+    """Raise :class:`HubOffline` when offline mode is on and :class:`HubUnavailable` when the hub's endpoint
     does not answer within ``timeout`` seconds; return when it answers at all (any HTTP status: a server that
     says 404 to its root still serves files). Cheap enough to ask when a window opens, before any download."""
     if is_offline():
-        raise NotDownloaded("offline mode is on (HF_HUB_OFFLINE): models already in the cache load; "
-                            "unset it to download")
+        raise HubOffline("offline mode is on (HF_HUB_OFFLINE): models already in the cache load; "
+                         "unset it to download")
     from huggingface_hub import get_session  # noqa: PLC0415 - huggingface_hub: slow import
 
     try:
