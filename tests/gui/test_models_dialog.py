@@ -8,8 +8,16 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from lantern_studio.models import catalogue, hub  # noqa: E402
-from support.hub import free_port, go_offline  # noqa: E402
+from support.hub import free_port, go_offline, go_online  # noqa: E402
 from support.studio import WAIT, open_window  # noqa: E402
+
+
+def dialog_on(qtbot, name):
+    """A studio window and its Models dialog, open, with ``name`` selected."""
+    w = open_window(qtbot, None)
+    d = w.show_models_dialog()
+    d.select(name)
+    return w, d
 
 
 def rows(dialog):
@@ -65,9 +73,7 @@ def test_download_with_progress_then_load_a_class_model(qtbot, hub_server, tiny_
 
 def test_cancel_then_resume(qtbot, hub_server, tiny_catalogue):
     c2i, _ = tiny_catalogue
-    w = open_window(qtbot, None)
-    d = w.show_models_dialog()
-    d.select(c2i.name)
+    w, d = dialog_on(qtbot, c2i.name)
     task = d.download_or_load()
     d.cancel_button.click()  # before the first byte: the downloader sees it between files
     qtbot.waitUntil(task.done, timeout=WAIT)
@@ -80,17 +86,12 @@ def test_cancel_then_resume(qtbot, hub_server, tiny_catalogue):
 
 def test_offline_and_unreachable_hub_say_one_clear_line(qtbot, hub_server, tiny_catalogue, monkeypatch):
     c2i, _ = tiny_catalogue
-    w = open_window(qtbot, None)
-    d = w.show_models_dialog()
-    d.select(c2i.name)
+    w, d = dialog_on(qtbot, c2i.name)
     go_offline(monkeypatch)
     task = d.download_or_load()
     qtbot.waitUntil(task.done, timeout=WAIT)
     assert task.result() is None and "HF_HUB_OFFLINE" in d.last_error and "\n" not in d.last_error
-    monkeypatch.delenv("HF_HUB_OFFLINE")
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    go_online(monkeypatch)
     hub_server.stop()
     task = d.download_or_load()
     qtbot.waitUntil(task.done, timeout=WAIT)
@@ -101,8 +102,6 @@ def test_offline_and_unreachable_hub_say_one_clear_line(qtbot, hub_server, tiny_
 def test_the_dialog_says_offline_or_unreachable_as_it_opens(qtbot, hub_server, tiny_catalogue, monkeypatch):
     """Before anyone presses Download: nothing said while the hub answers; an unreachable hub and offline mode
     each get one line the moment the dialog is shown, and offline mode offers only what the cache can load."""
-    from huggingface_hub import constants
-
     c2i, _ = tiny_catalogue
     w = open_window(qtbot, None)
     d = w.show_models_dialog()
@@ -124,8 +123,7 @@ def test_the_dialog_says_offline_or_unreachable_as_it_opens(qtbot, hub_server, t
     assert "HF_HUB_OFFLINE" in d.status.text() and d.task is None
     d.select(c2i.name)
     assert not d.download_button.isEnabled()  # not in the cache and offline: nothing to load
-    monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    go_online(monkeypatch)
 
 
 def test_class_picker_names_each_class_once_and_ids_for_shared_names():
@@ -151,9 +149,7 @@ def test_a_late_hub_check_does_not_overwrite_a_download_s_error(qtbot, hub_serve
     gate = threading.Event()
     real = hub.check_reachable
     monkeypatch.setattr(hub, "check_reachable", lambda *a, **k: (gate.wait(30), real(*a, **k))[1])
-    w = open_window(qtbot, None)
-    d = w.show_models_dialog()
-    d.select(c2i.name)
+    w, d = dialog_on(qtbot, c2i.name)
     go_offline(monkeypatch)
     task = d.download_or_load()
     qtbot.waitUntil(task.done, timeout=WAIT)

@@ -266,3 +266,11 @@ def go_offline(monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+def go_online(monkeypatch):
+    """Undo :func:`go_offline` inside a test (the environment variable and huggingface_hub's copy of it)."""
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
