@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "acceptance": ("ProximityTable", "Relaxation", "step_output_distribution", "verify_chain"),
+    "acceptance": ("ProximityTable", "Relaxation", "verify_chain"),
     "checkpoints": ("CheckpointError", "load_gpt", "load_llamagen_gpt", "save_gpt", "save_llamagen_gpt"),
     "decode": ("Decoding", "DecodeStats", "StepEvent", "generate_tokens"),
     "drafters": ("EagleDrafter", "EagleHead", "JacobiDrafter"),

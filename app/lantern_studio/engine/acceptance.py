@@ -169,36 +169,12 @@ def residual_distribution(p_row, draft: int, neighbours, q_row=None) -> torch.Te
     return p_row
 
 
-def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
-    """The exact distribution of the token one verification step emits at a slot.
-
-    With ``draft`` given, the draft is deterministic (q = 1); otherwise the draft
-    is averaged over q. Used to check the rule by enumeration. The step bound is
-    enumerated by :func:`.step_bound.output_distribution`.
-    """
-    if relax.kind == "step":
-        return step_bound.output_distribution(p_row, q_row, relax, table, draft)
-    drafts = [draft] if draft is not None else range(p_row.shape[0])
-    out = torch.zeros_like(p_row, dtype=torch.float64)
-    for x in drafts:
-        weight = 1.0 if draft is not None else float(q_row[x])
-        if weight == 0.0:
-            continue
-        xt = torch.tensor([x])
-        mass, nb, count = neighbourhood(p_row[None], xt, relax, table)
-        qx = 1.0 if draft is not None else float(q_row[x])
-        acc = min(1.0, float(p_row[x] + mass[0]) / qx)
-        resid = residual_distribution(p_row, x, nb[0, : int(count[0])], None if draft is not None else q_row)
-        out += weight * (1.0 - acc) * resid.double()
-        out[x] += weight * acc
-    return out
-
-
 def lantern_output_distribution(p_row: torch.Tensor, q_row: torch.Tensor, relax: Relaxation, table,
                                 budget: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """:func:`step_output_distribution` for LANTERN / LANTERN++ with drafts sampled
-    from ``q_row``, vectorised over q's support (one row per possible draft), in
-    p's dtype: what the decode's per-step TV measurement uses. ``budget`` is the
+    """The exact distribution of the token one LANTERN / LANTERN++ verification step
+    emits at a slot, with drafts sampled from ``q_row``, vectorised over q's support
+    (one row per possible draft), in p's dtype: what the decode's per-step TV
+    measurement uses. ``budget`` is the
     slot's δ (or adaptive δ_t), a 0-d tensor; by default computed from p_row."""
     v = p_row.shape[0]
     sup = (q_row > 0).nonzero()[:, 0]

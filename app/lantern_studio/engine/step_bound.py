@@ -189,25 +189,3 @@ def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy:
     if greedy:
         return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
     return Verdict(j, int(sample(residual(pstar[j], qd[j]), generator)), decisions, budgets, tv)
-
-
-def output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
-    """The exact distribution (float64) of the token one step-bounded verification
-    emits at a slot: the draft x is averaged over q (or fixed to ``draft``, q = one-hot),
-    each x contributing q(x)·[acceptance(x)·e_x + (1 − acceptance(x))·residual]."""
-    p = p_row.double()
-    v = p.shape[0]
-    if draft is not None:
-        q = _one_hot(torch.tensor([draft]), v, p.dtype)[0]
-    else:
-        q = q_row.double()
-    pstar, qd, _budget = relaxed_rows(p[None], torch.tensor([draft if draft is not None else 0]),
-                                      q[None], relax, table)
-    pstar, q = pstar[0], qd[0]
-    out = torch.zeros(v, dtype=torch.float64)
-    resid = residual(pstar, q)
-    for x in (q > 0).nonzero()[:, 0].tolist():
-        a = float(acceptance(pstar[x], q[x]))
-        out += float(q[x]) * (1.0 - a) * resid
-        out[x] += float(q[x]) * a
-    return out
