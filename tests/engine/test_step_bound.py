@@ -11,12 +11,11 @@ from hypothesis import given, settings as hsettings, strategies as st
 from scipy.optimize import linprog
 
 from lantern_studio.engine import step_bound
-from lantern_studio.engine.acceptance import (
-    ProximityTable, lantern_output_distribution, neighbourhood, verify_chain,
-)
+from lantern_studio.engine.acceptance import lantern_output_distribution, neighbourhood, verify_chain
 from lantern_studio.engine.budget import normalised_entropy, slot_budgets
 from lantern_studio.engine.decode import Decoding, generate_tokens
 from lantern_studio.engine.drafters import Drafter, JacobiDrafter
+from lantern_studio.engine.neighbours import ProximityTable
 from lantern_studio.engine.relaxation import Relaxation, total_variation
 from lantern_studio.engine.sampling import probs_from_logits
 from lantern_studio.engine.settings import GenerationSettings, SettingsError

@@ -17,10 +17,11 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 import torch
 
-from .acceptance import ProximityTable, verify_chain
+from .acceptance import verify_chain
 from .decisions import ACCEPTED_RELAXED, BY_TARGET
 from .drafters import DecodeContext, Drafter
 from .model import Transformer
+from .neighbours import ProximityTable
 from .sampling import probs_from_logits, sample
 from .settings import GenerationSettings
 

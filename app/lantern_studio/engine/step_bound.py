@@ -7,7 +7,7 @@ promise per step, for sampled and deterministic drafts alike.
 **p*, exactly.** For one verified slot let p be the target's distribution, q the
 drafter's (one-hot at x̃ for a deterministic draft), b the slot's budget (δ, or
 the entropy-adaptive δ_t of :mod:`.budget`) and N_k(z) the k codebook entries
-nearest to z (the :class:`~.acceptance.ProximityTable`: self excluded, nearest
+nearest to z (the :class:`~.neighbours.ProximityTable`: self excluded, nearest
 first). Surplus s(y) = max(p(y) − q(y), 0), deficit d(z) = max(q(z) − p(z), 0).
 
 * Mass may move from y to z only when y ∈ N_k(z) — a token pulls from its own k
@@ -69,7 +69,7 @@ def receivers_for(k: int, v: int) -> int:
 def relaxed_target(p: torch.Tensor, q: torch.Tensor, table, k: int,
                    budget: torch.Tensor, receivers: Optional[int] = None, rounds: int = ROUNDS):
     """p* for each row: p, q (n, V), budget (n,) → (p* (n, V), mass moved (n,)).
-    ``table`` is the :class:`~.acceptance.ProximityTable` (anything with
+    ``table`` is the :class:`~.neighbours.ProximityTable` (anything with
     ``neighbours(tokens, k)``).
 
     See the module docstring for the definition and its guarantee:
