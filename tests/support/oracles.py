@@ -57,7 +57,7 @@ def step_bound_output_distribution(p_row, q_row, relax: Relaxation, table,
     out = torch.zeros(v, dtype=torch.float64)
     resid = step_bound.residual(pstar, q)
     for x in (q > 0).nonzero()[:, 0].tolist():
-        a = float(step_bound.acceptance(pstar[x], q[x]))
+        a = min(1.0, float(pstar[x] / q[x]))  # exact acceptance against p*
         out += float(q[x]) * (1.0 - a) * resid
         out[x] += float(q[x]) * a
     return out

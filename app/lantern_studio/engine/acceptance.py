@@ -25,10 +25,9 @@ import torch
 
 from . import step_bound
 from .budget import chain_budgets, slot_budgets
-from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
 from .neighbours import ProximityTable
-from .relaxation import Relaxation, Verdict, total_variation
-from .sampling import sample
+from .relaxation import Relaxation, total_variation
+from .verification import Verdict, verify_drafts
 
 
 # --------------------------------------------------------------------------- the rule
@@ -123,6 +122,45 @@ def lantern_output_distribution(p_row: torch.Tensor, q_row: torch.Tensor, relax:
     return out
 
 
+class LanternRule:
+    """LANTERN / LANTERN++ (exact speculative sampling when the relaxation is off) as a
+    :class:`~.verification.ChainRule`: every slot of the chain judged at once, each draft's
+    neighbourhood A moving its mass m onto it (p̃(x̃) = p(x̃) + m)."""
+
+    def __init__(self, pd: torch.Tensor, drafts: torch.Tensor, q: Optional[torch.Tensor], relax: Relaxation,
+                 table: Optional[ProximityTable]):
+        self.pd, self.drafts, self.q, self.relax, self.table = pd, drafts, q, relax, table
+        self.on = relax.active and table is not None
+
+    def chunks(self, n: int):
+        return [(0, n)]
+
+    def relaxed(self, lo: int, hi: int) -> torch.Tensor:
+        pd, drafts, relax = self.pd[lo:hi], self.drafts[lo:hi], self.relax
+        px = pd.gather(1, drafts[:, None])[:, 0]
+        self.budget = relaxation_budgets(pd, drafts, relax) if self.on else torch.zeros_like(px)
+        self.mass, self.nb, self.count = neighbourhood(pd, drafts, relax, self.table,
+                                                       self.budget if self.on and relax.kind == "lantern" else None)
+        return px + self.mass
+
+    def budgets(self, decided: int) -> list:
+        return self.budget[:decided].tolist()
+
+    def tv(self, decided: int) -> list:
+        if not self.on:
+            return [0.0] * decided  # exact speculative sampling: the output is p
+        if self.q is None:
+            return self.mass[:decided].tolist()  # deterministic: the output is p̃, which moved m(x̃)
+        pd, q, relax = self.pd, self.q, self.relax
+        return [float(total_variation(lantern_output_distribution(pd[i], q[i], relax, self.table,
+                                                                  self.budget[i] if relax.kind == "lantern" else None),
+                                      pd[i])) for i in range(decided)]
+
+    def residual(self, j: int) -> torch.Tensor:
+        return residual_distribution(self.pd[j], int(self.drafts[j]), self.nb[j, : int(self.count[j])],
+                                     None if self.q is None else self.q[j])
+
+
 def verify_chain(
     p: torch.Tensor,
     drafts: torch.Tensor,
@@ -139,54 +177,13 @@ def verify_chain(
     is the slot after the last draft (the bonus token when all are accepted).
     ``q`` (n, V) holds the drafter's distributions the drafts were sampled
     from, or None for deterministic drafts (q(x̃) = 1). The step bound runs
-    :func:`.step_bound.verify_chain_step`. ``measure_tv`` fills ``Verdict.tv``
+    :func:`.step_bound.verify_chain_step`; both run the loop of
+    :func:`.verification.verify_drafts`. ``measure_tv`` fills ``Verdict.tv``
     with the exact TV between each deciding slot's output distribution and p
     (not with greedy decoding); it draws no random numbers, so the tokens are
     the same either way.
     """
     if relax.kind == "step" and relax.active and table is not None:
         return step_bound.verify_chain_step(p, drafts, q, relax, table, generator, greedy, measure_tv)
-    n = drafts.shape[0]
-    if n == 0:
-        tok = int(sample(p[0], generator, greedy))
-        return Verdict(0, tok, [], [], [] if measure_tv and not greedy else None)
-    pd = p[:n]
-    px = pd.gather(1, drafts[:, None])[:, 0]
-    on = relax.active and table is not None
-    budget = relaxation_budgets(pd, drafts, relax) if on else torch.zeros_like(px)
-    mass, nb, count = neighbourhood(pd, drafts, relax, table, budget if on and relax.kind == "lantern" else None)
-    relaxed_px = px + mass
-    if greedy:
-        top2 = pd.topk(2, dim=1)
-        other = torch.where(top2.indices[:, 0] == drafts, top2.values[:, 1], top2.values[:, 0])
-        ok = relaxed_px >= other
-        exact_ok = px >= other
-    else:
-        qx = torch.ones_like(px) if q is None else q.gather(1, drafts[:, None])[:, 0]
-        u = torch.rand(n, generator=generator, device=p.device if generator is None else generator.device).to(px)
-        ok = u * qx < relaxed_px  # u < min(1, p̃/q)
-        exact_ok = u * qx < px
-    ok_list = ok.tolist()
-    n_acc = ok_list.index(False) if False in ok_list else n
-    exact_list = exact_ok[:n_acc].tolist()
-    decisions = [ACCEPTED_EXACT if e else ACCEPTED_RELAXED for e in exact_list]
-    decided = min(n_acc + 1, n)
-    budgets = budget[:decided].tolist()
-    tv = None
-    if measure_tv and not greedy:
-        if not on:
-            tv = [0.0] * decided  # exact speculative sampling: the output is p
-        elif q is None:
-            tv = mass[:decided].tolist()  # deterministic: the output is p̃, which moved m(x̃)
-        else:
-            tv = [float(total_variation(lantern_output_distribution(pd[i], q[i], relax, table,
-                                                                    budget[i] if relax.kind == "lantern" else None),
-                                        pd[i])) for i in range(decided)]
-    if n_acc == n:
-        tok = int(sample(p[n], generator, greedy))
-        return Verdict(n, tok, decisions, budgets, tv)
-    j = n_acc
-    if greedy:
-        return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
-    resid = residual_distribution(pd[j], int(drafts[j]), nb[j, : int(count[j])], None if q is None else q[j])
-    return Verdict(j, int(sample(resid, generator)), decisions, budgets, tv)
+    rule = LanternRule(p[: drafts.shape[0]], drafts, q, relax, table)
+    return verify_drafts(p, drafts, q, rule, generator, greedy, measure_tv)
