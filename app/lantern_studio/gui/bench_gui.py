@@ -13,6 +13,12 @@ Drives the real main window and reports:
     python -m lantern_studio.gui.bench_gui --model FOLDER  # any model folder
 
 History and caches go to a temporary folder unless --keep-data is given.
+
+It lives in the studio package because everything it measures is Qt's: it opens
+the real MainWindow, waits in a QEventLoop, counts QTimer ticks and listens for
+the canvas's paint signal, and only gui/ may import Qt. The decode itself is
+timed by the bench in eval/ (``lantern-studio bench``), which knows no Qt.
+tests/gui/test_bench_gui.py runs it once on a tiny model.
 """
 
 from __future__ import annotations
