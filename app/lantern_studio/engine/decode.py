@@ -180,7 +180,7 @@ class Decoding:
         cond, mask = cfg_batch(gpt, self.cond, self.caption_mask, params.uses_cfg)
         rows = cond.shape[0]
         t0 = time.perf_counter()
-        gpt.setup_cache(rows, mask)  # the caches of the last generation, reused (and zeroed) when they fit
+        gpt.start_sequence(rows, mask)  # the caches of the last generation, reused (and zeroed) when they fit
         logits, feat = gpt.prefill(cond)
         p = probs_from_logits(logits, params)
         tok = sample(p, gen, params.greedy)[0]

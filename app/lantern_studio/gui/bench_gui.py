@@ -118,8 +118,8 @@ def cancel_runs(w, runs: int, cancel_after: float = 0.15) -> dict:
         def on_frame(f, seen=seen):
             seen["n"] = f.n_fixed
 
-        w.engine.job_cancelled.connect(on_cancel)
-        w.engine.frame.connect(on_frame)
+        w.jobs.job_cancelled.connect(on_cancel)
+        w.jobs.frame.connect(on_frame)
         w.controls.seed.setValue(200 + i)
         job = w.generate()
         _wait(lambda: seen["n"] > 0, 60)
@@ -128,8 +128,8 @@ def cancel_runs(w, runs: int, cancel_after: float = 0.15) -> dict:
         t0 = time.perf_counter()
         w.cancel()
         _wait(lambda: done["t"] is not None or (w.last_result is not None and w.last_result.job.id == job.id), 60)
-        w.engine.job_cancelled.disconnect(on_cancel)
-        w.engine.frame.disconnect(on_frame)
+        w.jobs.job_cancelled.disconnect(on_cancel)
+        w.jobs.frame.disconnect(on_frame)
         if done["t"] is not None:
             latencies.append(done["t"] - t0)
             stopped_at.append(seen["n"])
