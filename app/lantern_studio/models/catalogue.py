@@ -349,7 +349,10 @@ def text_encoder(entry: Entry, device: Optional[str] = None):
     return enc
 
 
-def make_conditioner(entry: Entry, device: Optional[str] = None):
+def entry_conditioner(entry: Entry, device: Optional[str] = None):
+    """A catalogue entry's conditioner: ImageNet (or the entry's) class names for a c2i model,
+    FLAN-T5 captions from the local HF cache for a t2i one. (A model folder's comes from its
+    model.json: local.make_conditioner.)"""
     if entry.kind == "c2i":
         return ClassConditioner(list(entry.class_names or imagenet_class_names()))
     return T5CaptionConditioner(text_encoder(entry, device), entry.args().cls_token_num)
@@ -377,7 +380,7 @@ def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter
     dp = drafter_path(e.name)
     if drafter and dp.is_file():
         eagle = load_eagle(dp, gpt.config)
-    pipe = ImagePipeline(gpt, vq, make_conditioner(e, device), eagle, e.defaults, e.name,
+    pipe = ImagePipeline(gpt, vq, entry_conditioner(e, device), eagle, e.defaults, e.name,
                          table_cache=cache_dir() / "neighbours", source=ModelSource(catalogue=e.name))
     if device:
         pipe.to(device)
