@@ -143,7 +143,7 @@ def main(argv=None) -> int:
         print("warning: did not catch the run mid-way (try a larger --throttle)", file=sys.stderr)
     grab(w, out / "screenshot-generating.png")
     throttle.undo()
-    wait(lambda: not w.engine.busy, 600)
+    wait(lambda: not w.jobs.busy, 600)
 
     # 2. the trade-off: a Compare, a δ sweep on the same prompt / seed / sampling, a final Compare
     w.chart.clear()  # only the sweep's points (the throttled run above would be a misleading outlier)
@@ -152,13 +152,13 @@ def main(argv=None) -> int:
     deltas = [float(x) for x in args.deltas.split(",") if x.strip()]
     c.set_settings(c.settings().with_(delta=deltas[len(deltas) // 2]))
     w.compare()
-    wait(lambda: not w.engine.busy, 600)
+    wait(lambda: not w.jobs.busy, 600)
     for d in deltas:
         c.set_settings(c.settings().with_(delta=d))
         run(w, args.prompt)
     c.set_settings(c.settings().with_(delta=deltas[-2] if len(deltas) > 1 else deltas[-1]))
     w.compare()
-    wait(lambda: not w.engine.busy, 600)
+    wait(lambda: not w.jobs.busy, 600)
     grab(w, out / "screenshot-tradeoff.png")
 
     # 3. replay: the last Compare's current run scrubbed half-way, the pair mid-way on the shared clock

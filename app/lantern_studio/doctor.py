@@ -32,7 +32,10 @@ from .engine.files import sha256_file as _sha256
 
 # torch, Qt and the app's heavier modules are imported inside the probes, on purpose: a broken
 # install must still give a report (each probe's failure is caught by _guard), and `lantern-studio`
-# asks qt_platform_problem() before the studio loads anything heavy.
+# asks qt_platform_problem() before the studio loads anything heavy. Only the gui package imports
+# Qt: what the report says about Qt (versions, plugins, the user-data folder) it asks gui/qt_info.py
+# and gui/storage.py, so the doctor sits above the gui in the layers; the child probe runs Qt in
+# another process.
 
 QT_PROBE_TIMEOUT = 20  # seconds for one child process starting a QGuiApplication
 
@@ -220,11 +223,10 @@ def _missing_libraries(path: Path) -> Optional[list]:
 
 
 def probe_qt(child_probes: bool = True) -> dict:
-    import PySide6  # noqa: PLC0415 - guarded probe: a broken Qt must still give a report
-    from PySide6 import QtCore  # noqa: PLC0415 - guarded probe: a broken Qt must still give a report
+    from .gui.qt_info import platform_plugins_dir, qt_versions  # noqa: PLC0415 - guarded: a broken Qt still gets a report
 
-    out: dict = {"pyside6": getattr(PySide6, "__version__", None), "qt": QtCore.qVersion()}
-    plugins_dir = Path(QtCore.QLibraryInfo.path(QtCore.QLibraryInfo.LibraryPath.PluginsPath)) / "platforms"
+    out: dict = qt_versions()
+    plugins_dir = platform_plugins_dir()
     out["platform_plugins_dir"] = str(plugins_dir)
     names = {}
     if plugins_dir.is_dir():
@@ -317,9 +319,9 @@ def qt_platform_problem(env=None) -> Optional[str]:
     if platform not in ("", "xcb") or (not platform and env.get("WAYLAND_DISPLAY")) or not env.get("DISPLAY"):
         return None
     try:
-        from PySide6 import QtCore  # noqa: PLC0415 - Qt is heavy; a missing or broken Qt is reported elsewhere
+        from .gui.qt_info import platform_plugins_dir  # noqa: PLC0415 - Qt is heavy; a broken Qt is reported elsewhere
 
-        plugins = Path(QtCore.QLibraryInfo.path(QtCore.QLibraryInfo.LibraryPath.PluginsPath)) / "platforms"
+        plugins = platform_plugins_dir()
     except Exception:  # noqa: BLE001 - Qt itself missing is reported elsewhere
         return None
     plugin = next(iter(sorted(plugins.glob("libqxcb*"))), None) if plugins.is_dir() else None
@@ -332,13 +334,20 @@ def qt_platform_problem(env=None) -> Optional[str]:
             f"({', '.join(missing)}); on Debian/Ubuntu: sudo apt-get install {XCB_PACKAGES}")
 
 
+def _app_data_dir() -> Path:
+    """The studio's user-data folder, named as the studio names it (without creating it)."""
+    from .gui.storage import app_data_dir  # noqa: PLC0415 - Qt places it; a broken Qt must still give a report
+
+    return app_data_dir(create=False)
+
+
 def probe_paths() -> dict:
     out: dict = {}
     for key, fn in (("cache", paths.cache_dir), ("runs", paths.runs_dir), ("datasets", paths.data_dir),
                     ("resources", paths.resources_dir)):
         out[key] = _guard(lambda fn=fn: str(fn()))
     out["neighbour_tables"] = _guard(lambda: str(paths.cache_dir() / "neighbours"))
-    app_data = _guard(lambda: str(paths.app_data_dir(create=False)))
+    app_data = _guard(lambda: str(_app_data_dir()))
     out["app_data"] = app_data
     if isinstance(app_data, str):
         out["settings"] = str(Path(app_data) / "settings.ini")

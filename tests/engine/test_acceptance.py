@@ -4,15 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from lantern_studio.engine.acceptance import (
-    ProximityTable,
-    compute_neighbours,
-    neighbourhood,
-    step_output_distribution,
-    verify_chain,
-)
+from lantern_studio.engine.acceptance import neighbourhood, verify_chain
 from lantern_studio.engine.decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
+from lantern_studio.engine.neighbours import ProximityTable, compute_neighbours
 from lantern_studio.engine.relaxation import Relaxation
+from support.oracles import step_output_distribution
 
 V = 9
 

@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from lantern_studio.engine import acceptance
-from lantern_studio.engine.acceptance import ProximityTable
 from lantern_studio.engine.decisions import BY_TARGET
 from lantern_studio.engine.decode import Decoding, generate_tokens
 from lantern_studio.engine.drafters import EagleDrafter, JacobiDrafter
+from lantern_studio.engine.neighbours import ProximityTable
 from lantern_studio.engine.settings import GenerationSettings
 from support.lossless import N_SAMPLES, SETTINGS, TV_TOLERANCE, VOCAB, PoorDrafter, empirical_joint3, exact_joint3, tv
 from support.tiny import caption, tiny_eagle, tiny_gpt

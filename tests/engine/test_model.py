@@ -26,16 +26,16 @@ def test_teacher_forced_equals_incremental(kind):
 
 
 def test_kv_caches_are_allocated_once_and_reused_across_sequences():
-    """gpt-fast's contract: setup_caches is idempotent, a new sequence reuses (and zeroes) the
+    """gpt-fast's contract: allocate_caches is idempotent, a new sequence reuses (and zeroes) the
     same storage, and a reused cache gives exactly the logits of a fresh one."""
     gpt = tiny_gpt("t2i", vocab=32, grid=3, dim=32, layers=2)
     idx = torch.randint(0, 32, (2, gpt.block_size), generator=torch.Generator().manual_seed(2))
     cond, mask = caption(batch=2, length=5, valid=3)
-    gpt.setup_caches(2)
+    gpt.allocate_caches(2)
     cache = gpt.layers[0].attention.kv_cache
     storage = cache.k_cache.data_ptr(), cache.v_cache.data_ptr(), gpt.attn_mask.data_ptr()
-    gpt.setup_caches(2)  # same shape: nothing allocated
-    gpt.setup_caches(1)  # fewer rows fit too
+    gpt.allocate_caches(2)  # same shape: nothing allocated
+    gpt.allocate_caches(1)  # fewer rows fit too
     assert gpt.layers[0].attention.kv_cache is cache
     fresh = copy.deepcopy(gpt)
     fresh.clear_cache()
@@ -50,7 +50,7 @@ def test_kv_caches_are_allocated_once_and_reused_across_sequences():
     assert torch.equal(a, c) and torch.equal(a, incremental_logits(fresh, idx[:, :-1], cond, mask))
     assert torch.equal(b, incremental_logits(fresh, idx[:1, :-1], cond[:1], torch.ones_like(mask[:1])))
     gpt.to(torch.bfloat16)
-    gpt.setup_caches(2)  # the caches followed the cast: still nothing allocated
+    gpt.allocate_caches(2)  # the caches followed the cast: still nothing allocated
     assert gpt.layers[0].attention.kv_cache is cache and cache.k_cache.dtype is torch.bfloat16
 
 

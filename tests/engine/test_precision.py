@@ -43,7 +43,7 @@ def test_cast_keeps_the_rotary_table_fp32():
     assert gpt.rope.dtype is torch.float32
     want = rope_table(3, 32 // 4, gpt.config.rope_base, gpt.cls_token_num)
     assert torch.equal(gpt.rope, want)
-    gpt.setup_cache(2)
+    gpt.start_sequence(2)
     assert gpt.layers[0].attention.kv_cache.k_cache.dtype is torch.bfloat16  # KV cache in the weights' dtype
     gpt.clear_cache()
 

@@ -11,15 +11,16 @@ from hypothesis import given, settings as hsettings, strategies as st
 from scipy.optimize import linprog
 
 from lantern_studio.engine import step_bound
-from lantern_studio.engine.acceptance import (
-    ProximityTable, lantern_output_distribution, neighbourhood, step_output_distribution, verify_chain,
-)
+from lantern_studio.engine.acceptance import lantern_output_distribution, neighbourhood, verify_chain
 from lantern_studio.engine.budget import normalised_entropy, slot_budgets
 from lantern_studio.engine.decode import Decoding, generate_tokens
 from lantern_studio.engine.drafters import Drafter, JacobiDrafter
+from lantern_studio.engine.neighbours import ProximityTable
 from lantern_studio.engine.relaxation import Relaxation, total_variation
 from lantern_studio.engine.sampling import probs_from_logits
 from lantern_studio.engine.settings import GenerationSettings, SettingsError
+from support import oracles
+from support.oracles import step_output_distribution
 from support.tiny import tiny_gpt
 
 CASES = [(seed, v) for seed, v in zip(range(8), (8, 9, 10, 11, 12, 8, 10, 12))]
@@ -198,7 +199,7 @@ def test_the_check_catches_mutants(mutant, monkeypatch):
         monkeypatch.setattr(step_bound, "relaxed_target",
                             lambda p, q, table, k, budget, **kw: orig(p, q, table, k, torch.ones_like(budget), **kw))
     elif mutant == "lantern-rule":  # LANTERN's acceptance and residual instead of exact sampling against p*
-        monkeypatch.setattr(step_bound, "output_distribution", lambda p, q, relax, table, draft=None:
+        monkeypatch.setattr(oracles, "step_bound_output_distribution", lambda p, q, relax, table, draft=None:
                             step_output_distribution(p, q, Relaxation(relax.k, relax.delta), table, draft))
     else:  # a rejected draft replaced by a fresh draw from p* instead of norm(max(p* − q, 0))
         monkeypatch.setattr(step_bound, "residual", lambda ps, q: ps / ps.sum())

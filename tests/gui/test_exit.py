@@ -39,7 +39,7 @@ def test_close_during_a_slow_warm_up_hides_at_once_and_leaves_the_load_behind(qt
     w = create_main_window(str(folder))
     qtbot.addWidget(w)
     w.show()
-    qtbot.waitUntil(lambda: w.engine.loading == "warming up the decoder…", timeout=WAIT)
+    qtbot.waitUntil(lambda: w.jobs.loading == "warming up the decoder…", timeout=WAIT)
     w.controls.set_prompt("kept in the preferences")
     t0 = time.perf_counter()
     w.close()
@@ -47,11 +47,11 @@ def test_close_during_a_slow_warm_up_hides_at_once_and_leaves_the_load_behind(qt
     try:
         assert not w.isVisible() and took < EXIT_LIMIT_S, took
         # the load is left running (app.main ends the process without joining it), the queue kept alive
-        assert w.engine in main_window._orphans and not w.engine.thread.isFinished()
+        assert w.jobs in main_window._orphans and not w.jobs.thread.isFinished()
         assert w.prefs.get_json("prompt") == "kept in the preferences"
     finally:
         release.set()
-        qtbot.waitUntil(w.engine.thread.isFinished, timeout=WAIT)
+        qtbot.waitUntil(w.jobs.thread.isFinished, timeout=WAIT)
 
 
 def _studio(tmp_path: Path) -> subprocess.Popen:

@@ -31,7 +31,7 @@ def slow(tmp_path_factory):
 def test_generate_fills_canvas_and_writes_history(qtbot, tiny):
     w = open_window(qtbot, tiny)
     frames = []
-    w.engine.frame.connect(frames.append)
+    w.jobs.frame.connect(frames.append)
     job, r = run_job(qtbot, w)
     total = w.model_info.grid ** 2
     assert w.canvas.progress.maximum() == total and w.canvas.progress.value() == total
@@ -89,14 +89,14 @@ def test_controls_prevent_invalid_combinations(qtbot, tiny):
     c.set_prompt("ok")
     c.settings = lambda: w.model_info.defaults.with_(k=10_000)
     assert w.generate() is None and w.banner.text().startswith("k:")
-    assert w.started_jobs == [] and not w.engine.busy
+    assert w.started_jobs == [] and not w.jobs.busy
 
 
 def test_frames_are_throttled_and_the_finished_picture_always_sent(qtbot, tiny):
     w = open_window(qtbot, tiny)
     frames = []
-    w.engine.frame.connect(frames.append)
-    w.engine.worker.max_fps = 1e-3  # one frame per 1000 s: the first step's, then only the finished picture
+    w.jobs.frame.connect(frames.append)
+    w.jobs.worker.max_fps = 1e-3  # one frame per 1000 s: the first step's, then only the finished picture
     job, r = run_job(qtbot, w)
     assert [f.final for f in frames] == [False, True] and frames[0].n_fixed == 1
     assert frames[-1].n_fixed == w.model_info.grid ** 2 and np.array_equal(frames[-1].image, r.image)
@@ -114,14 +114,14 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow, monkeypatch):
 
     on_steps(monkeypatch, hook)
     seen, cancelled = [], []
-    w.engine.frame.connect(lambda f: seen.append(f.n_fixed))
-    w.engine.job_cancelled.connect(cancelled.append)
+    w.jobs.frame.connect(lambda f: seen.append(f.n_fixed))
+    w.jobs.job_cancelled.connect(cancelled.append)
     w.controls.set_prompt("a slow one")
     w.activateWindow()
     w.controls.prompt.setFocus()
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # generate
-    assert w.engine.current is not None, "Ctrl+Enter did not generate"
-    job = w.engine.current
+    assert w.jobs.current is not None, "Ctrl+Enter did not generate"
+    job = w.jobs.current
     assert w.controls.prompt_text() == "a slow one"  # no newline typed into the prompt
     qtbot.waitUntil(lambda: bool(seen) and seen[-1] >= 10, timeout=WAIT)
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)  # cancel
@@ -134,7 +134,7 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow, monkeypatch):
     # the last frame shows where it stopped; signals from the worker arrive asynchronously, so on a loaded
     # machine give the GUI thread a moment to take them (the full suite failed once here, in a fresh clone
     # beside a training run)
-    qtbot.waitUntil(lambda: seen[-1] == steps[-1][0] and not w.engine.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: seen[-1] == steps[-1][0] and not w.jobs.busy, timeout=WAIT)
     assert "cancelled" in w.canvas.progress.format()
     assert w.store.count() == 0 and list(w.store.images.iterdir()) == []  # no row, no half a file
     assert w.last_result is None
@@ -144,7 +144,7 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow, monkeypatch):
     qtbot.waitUntil(lambda: bool(seen) and seen[-1] >= 5, timeout=WAIT)
     images = w.store.images
     w.close()
-    assert w.engine.thread.isFinished()
+    assert w.jobs.thread.isFinished()
     assert list(images.iterdir()) == []
 
 
@@ -157,12 +157,12 @@ def test_queued_jobs_run_in_order(qtbot, tiny):
     w.controls.set_prompt("third")
     j3 = w.generate()
     # visible places, before the GUI has processed anything from the worker
-    assert w.engine.position(j1) == 0 and w.engine.position(j2) == 1 and w.engine.position(j3) == 2
+    assert w.jobs.position(j1) == 0 and w.jobs.position(j2) == 1 and w.jobs.position(j3) == 2
     rows = [w.queue_view.list.item(i).toolTip() for i in range(w.queue_view.list.count())]
     assert rows[0].startswith("▶") and "1st in line" in rows[1] and "2nd in line" in rows[2]
-    w.engine.cancel_job(j3.id)
-    assert w.engine.position(j3) is None
-    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == j2.id and not w.engine.busy,
+    w.jobs.cancel_job(j3.id)
+    assert w.jobs.position(j3) is None
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == j2.id and not w.jobs.busy,
                     timeout=WAIT)
     assert [j.id for j in w.started_jobs] == [j1.id, j2.id]
     assert [e.prompt for e in w.store.entries()] == ["second", "first"]
@@ -259,7 +259,7 @@ def test_restart_restores_settings_and_history(qtbot, tiny):
 def test_worker_exception_becomes_banner(qtbot, tiny, monkeypatch):
     w = open_window(qtbot, tiny)
     run_job(qtbot, w, "warm up")
-    pipe = w.engine.worker.pipeline
+    pipe = w.jobs.worker.pipeline
 
     def boom(*a, **k):
         raise RuntimeError("boom in the engine")
@@ -267,7 +267,7 @@ def test_worker_exception_becomes_banner(qtbot, tiny, monkeypatch):
     monkeypatch.setattr(pipe, "decoding", boom)
     w.controls.set_prompt("this fails")
     failed = []
-    w.engine.job_failed.connect(lambda job, msg: failed.append(msg))
+    w.jobs.job_failed.connect(lambda job, msg: failed.append(msg))
     w.generate()
     qtbot.waitUntil(lambda: bool(failed), timeout=WAIT)
     assert "boom in the engine" in w.banner.text() and "RuntimeError" in w.banner.text()
@@ -294,7 +294,7 @@ def test_missing_bundled_model_shows_banner(qtbot, monkeypatch, tmp_path):
 
 def test_quality_score_reaches_record_and_chart(qtbot, tiny):
     w = open_window(qtbot, tiny)
-    pipe = w.engine.worker.pipeline
+    pipe = w.jobs.worker.pipeline
     pipe.scorer = lambda image, prompt: 0.75 if "heart" in prompt else None  # a recogniser stand-in
     w.chart.set_quality_available(True)  # what ModelInfo.has_score does for a model with a recogniser
     job, r = run_job(qtbot, w, "a red heart")
@@ -336,7 +336,7 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     started = record_started(w)
     qtbot.addWidget(w)
     w.show()
-    qtbot.waitUntil(lambda: w.engine.loading == "warming up the decoder…", timeout=WAIT)
+    qtbot.waitUntil(lambda: w.jobs.loading == "warming up the decoder…", timeout=WAIT)
     assert w.model_info is None
     # the controls already show the model's own defaults (read from model.json), not placeholders
     from lantern_studio.models import model_defaults
@@ -348,13 +348,13 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     job = w.generate()
     assert job is not None and job.settings == w.controls.settings()
     assert "waiting for the model" in w.canvas.progress.format()
-    w.queue_view.update_from(w.engine)
+    w.queue_view.update_from(w.jobs)
     assert "waiting for the model" in w.queue_view.list.item(0).text()
     assert w.last_result is None and not started
     release.set()
     qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
     assert stages == ["loading text encoder…", "preparing neighbour table…", "warming up the decoder…"]
-    assert w.model_info is not None and w.engine.loading is None
+    assert w.model_info is not None and w.jobs.loading is None
     # the image ran with those settings, and the panel still shows them once the model is ready
     assert w.last_result.record()["settings"] == job.settings.to_dict() and w.controls.settings() == job.settings
     assert w.status_model.text().startswith(w.model_info.name)
@@ -408,20 +408,20 @@ def test_enter_generates_shift_enter_is_a_new_line_and_esc_stops_both_halves_of_
     w.controls.prompt.setFocus()
     w.controls.prompt.moveCursor(w.controls.prompt.textCursor().MoveOperation.End)
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    assert w.controls.prompt_text() == "two\n" and not w.engine.busy  # a new line, no job
+    assert w.controls.prompt_text() == "two\n" and not w.jobs.busy  # a new line, no job
     w.controls.set_prompt("one")
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
-    assert w.engine.current is not None and w.controls.prompt_text() == "one"  # generated, no newline typed
-    qtbot.waitUntil(lambda: not w.engine.busy, timeout=WAIT)
+    assert w.jobs.current is not None and w.controls.prompt_text() == "one"  # generated, no newline typed
+    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
     # Esc during a Compare cancels the vanilla half that runs and the LANTERN half that waits
     cancelled = []
-    w.engine.job_cancelled.connect(cancelled.append)
+    w.jobs.job_cancelled.connect(cancelled.append)
     vanilla, current = w.compare()
-    qtbot.waitUntil(lambda: w.engine.current is not None and w.engine.current.id == vanilla.id, timeout=WAIT)
+    qtbot.waitUntil(lambda: w.jobs.current is not None and w.jobs.current.id == vanilla.id, timeout=WAIT)
     w.cancel()
-    qtbot.waitUntil(lambda: not w.engine.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
     assert [j.id for j in cancelled] == [vanilla.id]  # it stopped; its pair was taken off the queue, never ran
-    assert w.engine.position(current) is None and (w.last_result is None or w.last_result.job.id != current.id)
+    assert w.jobs.position(current) is None and (w.last_result is None or w.last_result.job.id != current.id)
 
 
 def test_window_title_menus_and_counts_read_as_a_person_expects(qtbot, tiny):
@@ -505,15 +505,15 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
 
     w = open_window(qtbot, tiny)
     w.resize(*size)
-    w.engine.loading = "warming up the decoder… " * 4  # the longest line the queue title shows
-    w.queue_view.update_from(w.engine)
+    w.jobs.loading = "warming up the decoder… " * 4  # the longest line the queue title shows
+    w.queue_view.update_from(w.jobs)
     qtbot.wait(50)
     assert (w.width(), w.height()) == size
     left, middle, right = (w.top_split.widget(i).geometry() for i in range(3))
     assert left.right() < middle.left() and middle.right() < right.left()
     assert w.replay.slider.width() >= 150 and w.gallery.height() >= HISTORY_MIN_HEIGHT
-    w.engine.loading = None
-    w.queue_view.update_from(w.engine)
+    w.jobs.loading = None
+    w.queue_view.update_from(w.jobs)
     qtbot.wait(20)
     assert clipped_texts(w) == []
     assert overlapping_siblings(w) == []
@@ -525,7 +525,7 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     w.controls.set_prompt("compare me")
     w.controls.set_settings(w.controls.settings().with_(drafter="jacobi"))
     assert w.compare() is not None, w.banner.text()
-    qtbot.waitUntil(lambda: not w._compare and not w.engine.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w._compare and not w.jobs.busy, timeout=WAIT)
     qtbot.wait(20)
     assert (w.canvas.size(), w.gallery.size(), (w.width(), w.height())) == (canvas, gallery, size)
     w.replay.play()

@@ -58,7 +58,7 @@ def incremental_logits(gpt, idx, cond, mask=None, garbage_rollback=True, keep=Fa
     multi-token verify call, a garbage call that is then rolled back. ``keep``:
     leave the caches allocated afterwards."""
     b, t = idx.shape
-    gpt.setup_cache(b, mask)
+    gpt.start_sequence(b, mask)
     first, _ = gpt.prefill(cond)
     rows = [first[:, None]]
     l1, _ = gpt.step(idx[:, :1], 0)  # one token

@@ -18,12 +18,14 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "acceptance": ("ProximityTable", "Relaxation", "step_output_distribution", "verify_chain"),
+    "acceptance": ("verify_chain",),
     "checkpoints": ("CheckpointError", "load_gpt", "load_llamagen_gpt", "save_gpt", "save_llamagen_gpt"),
     "decode": ("Decoding", "DecodeStats", "StepEvent", "generate_tokens"),
     "drafters": ("EagleDrafter", "EagleHead", "JacobiDrafter"),
     "model": ("GPT_PRESETS", "ModelArgs", "Transformer", "preset_args"),
+    "neighbours": ("ProximityTable",),
     "pipeline": ("GenerationResult", "ImagePipeline"),
+    "relaxation": ("Relaxation",),
     "sampling": ("SamplingParams", "probs_from_logits"),
     "settings": ("GenerationSettings", "SettingsError"),
     "text": ("CaptionConditioner", "ClassConditioner", "HashEncoder", "MiniLMEncoder", "PromptError"),

@@ -1,4 +1,4 @@
-"""Exact and LANTERN relaxed acceptance of drafted tokens, and proximity tables.
+"""Exact and LANTERN relaxed acceptance of drafted tokens.
 
 The rule (docs/architecture.md, "LANTERN, exactly"): for a drafted token x̃ with target
 distribution p and drafter probability q(x̃), let A be the longest prefix of x̃'s
@@ -19,94 +19,15 @@ normalised entropy (:mod:`.budget`).
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import torch
 
 from . import step_bound
 from .budget import chain_budgets, slot_budgets
-from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
-from .files import atomic_write
-from .relaxation import Relaxation, Verdict, total_variation
-from .sampling import sample
-
-
-# --------------------------------------------------------------------------- proximity
-
-
-def _nearest_chunk(codebook: torch.Tensor, rows: torch.Tensor, k: int) -> torch.Tensor:
-    """k nearest codes of each code in ``rows`` (self excluded), ties broken by index."""
-    cb = codebook.double()
-    q = cb[rows]
-    d = (q * q).sum(1, keepdim=True) + (cb * cb).sum(1)[None] - 2.0 * q @ cb.T
-    d[torch.arange(len(rows)), rows] = float("inf")
-    return torch.sort(d, dim=1, stable=True).indices[:, :k]
-
-
-def compute_neighbours(codebook: torch.Tensor, k: int, chunk: int = 256) -> torch.Tensor:
-    """(V, k) int64 table of each code's k nearest codes by Euclidean distance.
-
-    Works through the codebook ``chunk`` rows at a time, so a 16384-entry
-    codebook never needs a dense 16384² matrix at once.
-    """
-    v = codebook.shape[0]
-    k = min(k, v - 1)
-    out = torch.empty(v, k, dtype=torch.int64)
-    for s in range(0, v, chunk):
-        rows = torch.arange(s, min(s + chunk, v))
-        out[s : s + len(rows)] = _nearest_chunk(codebook.cpu(), rows, k)
-    return out
-
-
-def codebook_hash(codebook: torch.Tensor) -> str:
-    arr = codebook.detach().float().cpu().contiguous().numpy()
-    return hashlib.sha256(arr.tobytes() + str(arr.shape).encode()).hexdigest()[:16]
-
-
-class ProximityTable:
-    """Nearest-neighbour lists over a codebook, cached for the first ``k_cached``
-    neighbours; larger k is computed on demand for just the drafted tokens."""
-
-    def __init__(self, codebook: torch.Tensor, k_cached: int = 512, cache_dir: Optional[Path] = None):
-        self.codebook = codebook.detach().float().cpu()
-        self.vocab_size = self.codebook.shape[0]
-        self.k_cached = min(k_cached, self.vocab_size - 1)
-        self.table = self._load_or_compute(cache_dir)
-        self._device_tables: dict = {}
-
-    def _load_or_compute(self, cache_dir: Optional[Path]) -> torch.Tensor:
-        path = None
-        if cache_dir is not None:
-            path = Path(cache_dir) / f"neighbours-{codebook_hash(self.codebook)}-k{self.k_cached}.npy"
-            if path.exists():
-                try:
-                    arr = np.load(path)
-                    if arr.shape == (self.vocab_size, self.k_cached):
-                        return torch.from_numpy(arr.astype(np.int64))
-                except (OSError, ValueError):
-                    pass  # unreadable cache: recompute below
-        table = compute_neighbours(self.codebook, self.k_cached)
-        if path is not None:
-            try:
-                arr = table.numpy().astype(np.int32 if self.vocab_size > 32767 else np.int16)
-                atomic_write(path, lambda tmp: np.save(tmp, arr))
-            except OSError:
-                pass  # a read-only or full cache folder only costs recomputation
-        return table
-
-    def neighbours(self, tokens: torch.Tensor, k: int) -> torch.Tensor:
-        """(n,) token ids -> (n, k) neighbour ids on the tokens' device."""
-        dev = tokens.device
-        if k <= self.k_cached:
-            t = self._device_tables.get(dev)
-            if t is None:
-                t = self._device_tables[dev] = self.table.to(dev)
-            return t[tokens, :k]
-        rows = tokens.cpu()
-        return _nearest_chunk(self.codebook, rows, min(k, self.vocab_size - 1)).to(dev)
+from .neighbours import ProximityTable
+from .relaxation import Relaxation, total_variation
+from .verification import Verdict, verify_drafts
 
 
 # --------------------------------------------------------------------------- the rule
@@ -169,36 +90,12 @@ def residual_distribution(p_row, draft: int, neighbours, q_row=None) -> torch.Te
     return p_row
 
 
-def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
-    """The exact distribution of the token one verification step emits at a slot.
-
-    With ``draft`` given, the draft is deterministic (q = 1); otherwise the draft
-    is averaged over q. Used to check the rule by enumeration. The step bound is
-    enumerated by :func:`.step_bound.output_distribution`.
-    """
-    if relax.kind == "step":
-        return step_bound.output_distribution(p_row, q_row, relax, table, draft)
-    drafts = [draft] if draft is not None else range(p_row.shape[0])
-    out = torch.zeros_like(p_row, dtype=torch.float64)
-    for x in drafts:
-        weight = 1.0 if draft is not None else float(q_row[x])
-        if weight == 0.0:
-            continue
-        xt = torch.tensor([x])
-        mass, nb, count = neighbourhood(p_row[None], xt, relax, table)
-        qx = 1.0 if draft is not None else float(q_row[x])
-        acc = min(1.0, float(p_row[x] + mass[0]) / qx)
-        resid = residual_distribution(p_row, x, nb[0, : int(count[0])], None if draft is not None else q_row)
-        out += weight * (1.0 - acc) * resid.double()
-        out[x] += weight * acc
-    return out
-
-
 def lantern_output_distribution(p_row: torch.Tensor, q_row: torch.Tensor, relax: Relaxation, table,
                                 budget: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """:func:`step_output_distribution` for LANTERN / LANTERN++ with drafts sampled
-    from ``q_row``, vectorised over q's support (one row per possible draft), in
-    p's dtype: what the decode's per-step TV measurement uses. ``budget`` is the
+    """The exact distribution of the token one LANTERN / LANTERN++ verification step
+    emits at a slot, with drafts sampled from ``q_row``, vectorised over q's support
+    (one row per possible draft), in p's dtype: what the decode's per-step TV
+    measurement uses. ``budget`` is the
     slot's δ (or adaptive δ_t), a 0-d tensor; by default computed from p_row."""
     v = p_row.shape[0]
     sup = (q_row > 0).nonzero()[:, 0]
@@ -225,6 +122,45 @@ def lantern_output_distribution(p_row: torch.Tensor, q_row: torch.Tensor, relax:
     return out
 
 
+class LanternRule:
+    """LANTERN / LANTERN++ (exact speculative sampling when the relaxation is off) as a
+    :class:`~.verification.ChainRule`: every slot of the chain judged at once, each draft's
+    neighbourhood A moving its mass m onto it (p̃(x̃) = p(x̃) + m)."""
+
+    def __init__(self, pd: torch.Tensor, drafts: torch.Tensor, q: Optional[torch.Tensor], relax: Relaxation,
+                 table: Optional[ProximityTable]):
+        self.pd, self.drafts, self.q, self.relax, self.table = pd, drafts, q, relax, table
+        self.on = relax.active and table is not None
+
+    def chunks(self, n: int):
+        return [(0, n)]
+
+    def relaxed(self, lo: int, hi: int) -> torch.Tensor:
+        pd, drafts, relax = self.pd[lo:hi], self.drafts[lo:hi], self.relax
+        px = pd.gather(1, drafts[:, None])[:, 0]
+        self.budget = relaxation_budgets(pd, drafts, relax) if self.on else torch.zeros_like(px)
+        self.mass, self.nb, self.count = neighbourhood(pd, drafts, relax, self.table,
+                                                       self.budget if self.on and relax.kind == "lantern" else None)
+        return px + self.mass
+
+    def budgets(self, decided: int) -> list:
+        return self.budget[:decided].tolist()
+
+    def tv(self, decided: int) -> list:
+        if not self.on:
+            return [0.0] * decided  # exact speculative sampling: the output is p
+        if self.q is None:
+            return self.mass[:decided].tolist()  # deterministic: the output is p̃, which moved m(x̃)
+        pd, q, relax = self.pd, self.q, self.relax
+        return [float(total_variation(lantern_output_distribution(pd[i], q[i], relax, self.table,
+                                                                  self.budget[i] if relax.kind == "lantern" else None),
+                                      pd[i])) for i in range(decided)]
+
+    def residual(self, j: int) -> torch.Tensor:
+        return residual_distribution(self.pd[j], int(self.drafts[j]), self.nb[j, : int(self.count[j])],
+                                     None if self.q is None else self.q[j])
+
+
 def verify_chain(
     p: torch.Tensor,
     drafts: torch.Tensor,
@@ -241,54 +177,13 @@ def verify_chain(
     is the slot after the last draft (the bonus token when all are accepted).
     ``q`` (n, V) holds the drafter's distributions the drafts were sampled
     from, or None for deterministic drafts (q(x̃) = 1). The step bound runs
-    :func:`.step_bound.verify_chain_step`. ``measure_tv`` fills ``Verdict.tv``
+    :func:`.step_bound.verify_chain_step`; both run the loop of
+    :func:`.verification.verify_drafts`. ``measure_tv`` fills ``Verdict.tv``
     with the exact TV between each deciding slot's output distribution and p
     (not with greedy decoding); it draws no random numbers, so the tokens are
     the same either way.
     """
     if relax.kind == "step" and relax.active and table is not None:
         return step_bound.verify_chain_step(p, drafts, q, relax, table, generator, greedy, measure_tv)
-    n = drafts.shape[0]
-    if n == 0:
-        tok = int(sample(p[0], generator, greedy))
-        return Verdict(0, tok, [], [], [] if measure_tv and not greedy else None)
-    pd = p[:n]
-    px = pd.gather(1, drafts[:, None])[:, 0]
-    on = relax.active and table is not None
-    budget = relaxation_budgets(pd, drafts, relax) if on else torch.zeros_like(px)
-    mass, nb, count = neighbourhood(pd, drafts, relax, table, budget if on and relax.kind == "lantern" else None)
-    relaxed_px = px + mass
-    if greedy:
-        top2 = pd.topk(2, dim=1)
-        other = torch.where(top2.indices[:, 0] == drafts, top2.values[:, 1], top2.values[:, 0])
-        ok = relaxed_px >= other
-        exact_ok = px >= other
-    else:
-        qx = torch.ones_like(px) if q is None else q.gather(1, drafts[:, None])[:, 0]
-        u = torch.rand(n, generator=generator, device=p.device if generator is None else generator.device).to(px)
-        ok = u * qx < relaxed_px  # u < min(1, p̃/q)
-        exact_ok = u * qx < px
-    ok_list = ok.tolist()
-    n_acc = ok_list.index(False) if False in ok_list else n
-    exact_list = exact_ok[:n_acc].tolist()
-    decisions = [ACCEPTED_EXACT if e else ACCEPTED_RELAXED for e in exact_list]
-    decided = min(n_acc + 1, n)
-    budgets = budget[:decided].tolist()
-    tv = None
-    if measure_tv and not greedy:
-        if not on:
-            tv = [0.0] * decided  # exact speculative sampling: the output is p
-        elif q is None:
-            tv = mass[:decided].tolist()  # deterministic: the output is p̃, which moved m(x̃)
-        else:
-            tv = [float(total_variation(lantern_output_distribution(pd[i], q[i], relax, table,
-                                                                    budget[i] if relax.kind == "lantern" else None),
-                                        pd[i])) for i in range(decided)]
-    if n_acc == n:
-        tok = int(sample(p[n], generator, greedy))
-        return Verdict(n, tok, decisions, budgets, tv)
-    j = n_acc
-    if greedy:
-        return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
-    resid = residual_distribution(pd[j], int(drafts[j]), nb[j, : int(count[j])], None if q is None else q[j])
-    return Verdict(j, int(sample(resid, generator)), decisions, budgets, tv)
+    rule = LanternRule(p[: drafts.shape[0]], drafts, q, relax, table)
+    return verify_drafts(p, drafts, q, rule, generator, greedy, measure_tv)

@@ -1,5 +1,6 @@
 """How each image token was decided: the ids the decode loop records per token
-(``engine.acceptance`` re-exports them) and the studio colours its overlay by.
+(a verification marks each accepted draft, ``engine.verification``) and the
+studio colours its overlay by.
 
 Plain ints and no imports, so the GUI can name decisions without the tensor
 code (docs/architecture.md).

@@ -17,10 +17,11 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 import torch
 
-from .acceptance import ProximityTable, verify_chain
+from .acceptance import verify_chain
 from .decisions import ACCEPTED_RELAXED, BY_TARGET
 from .drafters import DecodeContext, Drafter
 from .model import Transformer
+from .neighbours import ProximityTable
 from .sampling import probs_from_logits, sample
 from .settings import GenerationSettings
 
@@ -179,7 +180,7 @@ class Decoding:
         cond, mask = cfg_batch(gpt, self.cond, self.caption_mask, params.uses_cfg)
         rows = cond.shape[0]
         t0 = time.perf_counter()
-        gpt.setup_cache(rows, mask)  # the caches of the last generation, reused (and zeroed) when they fit
+        gpt.start_sequence(rows, mask)  # the caches of the last generation, reused (and zeroed) when they fit
         logits, feat = gpt.prefill(cond)
         p = probs_from_logits(logits, params)
         tok = sample(p, gen, params.greedy)[0]

@@ -189,15 +189,15 @@ class EagleHead(nn.Module):
         self.config = args
         self.fc = nn.Linear(2 * args.dim, args.dim, bias=True)
         self.layer = TransformerBlock(args)
-        self.register_buffer("attn_mask", None, persistent=False)  # (1, 1, L, L) causal, set by setup_caches
+        self.register_buffer("attn_mask", None, persistent=False)  # (1, 1, L, L) causal, set by start_sequence
 
     def forward(self, features: torch.Tensor, token_emb: torch.Tensor, rope, mask=None, input_pos=None):
         """features (B, S, dim) of the previous position, token_emb (B, S, dim) -> (B, S, dim);
-        with ``input_pos`` (S,) image indices, through the KV cache (see ``setup_caches``)."""
+        with ``input_pos`` (S,) image indices, through the KV cache (see ``start_sequence``)."""
         h = self.fc(torch.cat([features, token_emb], dim=-1))
         return self.layer(h, rope, mask, input_pos)
 
-    def setup_caches(self, max_batch_size: int, length: int) -> None:
+    def start_sequence(self, max_batch_size: int, length: int) -> None:
         """The head's own KV cache over ``length`` image positions and its causal mask,
         allocated once and reused while they fit (zeroed for each sequence)."""
         p = next(self.parameters())
@@ -224,7 +224,7 @@ class EagleDrafter(Drafter):
         super().start(ctx)
         gpt = ctx.gpt
         p = next(self.head.parameters())
-        self.head.setup_caches(ctx.rows, ctx.total)
+        self.head.start_sequence(ctx.rows, ctx.total)
         self.feats = torch.zeros(ctx.rows, ctx.total + 1, gpt.config.dim, dtype=p.dtype, device=p.device)
         self.feats[:, 0] = ctx.prefill_feature
         self.valid = 0

@@ -3,7 +3,7 @@
 Parameter names and shapes match the official LlamaGen ``gpt.py`` so an official
 checkpoint's ``{"model": state_dict}`` loads with strict key checking. The
 inference path is our own, in gpt-fast's manner: static KV caches allocated
-once and reused (``setup_caches``), written at tensor positions, a forward over
+once and reused (``allocate_caches``), written at tensor positions, a forward over
 any number of new tokens at given positions (prefill, one token, or a whole
 draft to verify) and an O(1) rollback, which is all speculative decoding needs
 from a target model.
@@ -283,7 +283,7 @@ def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
 class KVCache(nn.Module):
     """Static key/value storage of one attention layer, indexed by absolute sequence position.
 
-    Allocated once (``Transformer.setup_caches``) and written in place at tensor
+    Allocated once (``Transformer.allocate_caches``) and written in place at tensor
     positions (``update``), so shapes never change between steps — what
     ``torch.compile`` and CUDA graphs need. Attention reads the whole cache;
     the causal mask hides every entry past each query's own position, so stale
@@ -427,8 +427,8 @@ class Transformer(nn.Module):
         self.register_buffer(
             "rope", rope_table(args.grid_size, head_dim, args.rope_base, args.cls_token_num), persistent=False
         )
-        # (max batch, 1, L, L) bool: which keys each query may attend to; allocated by setup_caches,
-        # filled for each sequence by setup_cache (causal, caption padding masked out)
+        # (max batch, 1, L, L) bool: which keys each query may attend to; allocated by allocate_caches,
+        # filled for each sequence by start_sequence (causal, caption padding masked out)
         self.register_buffer("attn_mask", None, persistent=False)
         # The same mask as an additive one (0 / -inf) in the caches' dtype: what attention would
         # otherwise convert the bool mask into at every layer of every step
@@ -510,11 +510,11 @@ class Transformer(nn.Module):
         return self.teacher_forced_logits(idx, cond, caption_mask)
 
     # ---------------------------------------------------------------- cached inference
-    def setup_caches(self, max_batch_size: int, max_seq_len: Optional[int] = None, dtype=None, device=None) -> None:
+    def allocate_caches(self, max_batch_size: int, max_seq_len: Optional[int] = None, dtype=None, device=None) -> None:
         """Allocate the static KV caches and the mask buffer for up to ``max_batch_size``
         rows of ``max_seq_len`` positions (default: prefix + image). Idempotent: when
         the caches already fit (as many rows or more, as long, same dtype and device),
-        nothing is allocated and what they hold is left to the next ``setup_cache``."""
+        nothing is allocated and what they hold is left to the next ``start_sequence``."""
         p = next(self.parameters())
         dtype = dtype or p.dtype
         device = device or p.device
@@ -530,10 +530,10 @@ class Transformer(nn.Module):
         self.attn_mask = torch.zeros(max_batch_size, 1, length, length, dtype=torch.bool, device=device)
         self.attn_bias = torch.zeros(max_batch_size, 1, length, length, dtype=dtype, device=device)
 
-    def setup_cache(self, batch: int, caption_mask: Optional[torch.Tensor] = None, dtype=None, device=None):
-        """Start a sequence of ``batch`` rows: the caches set up (reused when they fit)
+    def start_sequence(self, batch: int, caption_mask: Optional[torch.Tensor] = None, dtype=None, device=None):
+        """Start a sequence of ``batch`` rows: the caches allocated (reused when they fit, see allocate_caches)
         and zeroed, the attention mask written for this caption's padding."""
-        self.setup_caches(batch, self.seq_len, dtype, device)
+        self.allocate_caches(batch, self.seq_len, dtype, device)
         for layer in self.layers:
             layer.attention.kv_cache.reset()
         self.attn_mask[:batch] = self._full_mask(batch, caption_mask, self.seq_len, self.attn_mask.device)
@@ -542,7 +542,7 @@ class Transformer(nn.Module):
         self.cache_batch = batch
 
     def clear_cache(self):
-        """Free the KV caches (the next setup_cache allocates them again)."""
+        """Free the KV caches (the next start_sequence allocates them again)."""
         for layer in self.layers:
             layer.attention.kv_cache = None
         self.attn_mask = None

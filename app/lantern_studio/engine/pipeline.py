@@ -19,7 +19,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from .acceptance import ProximityTable
+from .neighbours import ProximityTable
 from .decode import Decoding, DecodeStats, StepEvent
 from .drafters import Drafter, EagleDrafter, EagleHead, JacobiDrafter
 from . import precision as _precision

@@ -1,14 +1,13 @@
-"""What a relaxation is, and what verifying a chain of drafts returns.
-
-:class:`Relaxation` holds the knobs (k, δ, λ, which bound, adaptive δ) and
-:class:`Verdict` the outcome of one verification. Both LANTERN's rule
-(:mod:`.acceptance`) and the step bound (:mod:`.step_bound`) speak them, so
-neither imports the other's internals.
+"""What a relaxation is: :class:`Relaxation` holds the knobs (k, δ, λ, which
+bound, adaptive δ, δ's decay along a chain). Both LANTERN's rule
+(:mod:`.acceptance`) and the step bound (:mod:`.step_bound`) read it, and
+measure what they move with :func:`total_variation`, so neither imports the
+other's internals.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -61,19 +60,6 @@ class Relaxation:
         if self.kind == "lantern++":
             return self.lam > 1.0
         return self.delta > 0.0
-
-
-@dataclass
-class Verdict:
-    """Outcome of verifying one chain of drafts."""
-
-    n_accepted: int  # drafts accepted, a prefix of the chain
-    next_token: int  # the target's token after them (correction or bonus)
-    decisions: list  # per accepted draft: ACCEPTED_EXACT or ACCEPTED_RELAXED
-    # Per slot that decided a token (the accepted drafts, then the rejected slot's
-    # replacement; a bonus token is sampled from p and has no slot here):
-    budgets: list = field(default_factory=list)  # the relaxation's bound there (relaxation_budgets)
-    tv: Optional[list] = None  # measured TV(slot's output distribution, p), when asked
 
 
 def total_variation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ promise per step, for sampled and deterministic drafts alike.
 **p*, exactly.** For one verified slot let p be the target's distribution, q the
 drafter's (one-hot at x̃ for a deterministic draft), b the slot's budget (δ, or
 the entropy-adaptive δ_t of :mod:`.budget`) and N_k(z) the k codebook entries
-nearest to z (the :class:`~.acceptance.ProximityTable`: self excluded, nearest
+nearest to z (the :class:`~.neighbours.ProximityTable`: self excluded, nearest
 first). Surplus s(y) = max(p(y) − q(y), 0), deficit d(z) = max(q(z) − p(z), 0).
 
 * Mass may move from y to z only when y ∈ N_k(z) — a token pulls from its own k
@@ -51,9 +51,8 @@ from typing import Optional
 import torch
 
 from .budget import chain_budgets
-from .decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
-from .relaxation import Relaxation, Verdict, total_variation
-from .sampling import sample
+from .relaxation import Relaxation, total_variation
+from .verification import Verdict, verify_drafts
 
 RECEIVERS = 64  # at most this many deficit tokens per slot receive mass (the largest deficits) ...
 WORK = 4096  # ... and at most WORK // k of them (at least 8), so a slot costs O(WORK) whatever k is
@@ -69,7 +68,7 @@ def receivers_for(k: int, v: int) -> int:
 def relaxed_target(p: torch.Tensor, q: torch.Tensor, table, k: int,
                    budget: torch.Tensor, receivers: Optional[int] = None, rounds: int = ROUNDS):
     """p* for each row: p, q (n, V), budget (n,) → (p* (n, V), mass moved (n,)).
-    ``table`` is the :class:`~.acceptance.ProximityTable` (anything with
+    ``table`` is the :class:`~.neighbours.ProximityTable` (anything with
     ``neighbours(tokens, k)``).
 
     See the module docstring for the definition and its guarantee:
@@ -112,11 +111,6 @@ def relaxed_target(p: torch.Tensor, q: torch.Tensor, table, k: int,
     return pstar, moved * scale
 
 
-def acceptance(pstar_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
-    """Exact acceptance against p*: min(1, p*(x̃) / q(x̃)) (q(x̃) > 0 for a drawn draft)."""
-    return (pstar_x / q_x).clamp(max=1.0)
-
-
 def residual(pstar_row: torch.Tensor, q_row: torch.Tensor) -> torch.Tensor:
     """A rejected draft's replacement: norm(max(p* − q, 0)) (p* itself if that is empty,
     which happens only when p* = q, where nothing is ever rejected)."""
@@ -138,76 +132,47 @@ def relaxed_rows(pd, drafts, q, relax: Relaxation, table, first: int = 0):
     return pstar, qd, budget
 
 
+class StepRule:
+    """The step bound as a :class:`~.verification.ChainRule`: p̃ is p*, built chunk by chunk
+    (:data:`FIRST_CHUNK` rows, then twice as many, ...) and only up to the first rejected
+    slot; each row's p* depends on its own slot only, so the verdict is the one all rows at
+    once would give. ``q`` is None for deterministic drafts and greedy decoding (q = one-hot
+    at x̃)."""
+
+    def __init__(self, pd, drafts, q, relax: Relaxation, table):
+        self.pd, self.drafts, self.q, self.relax, self.table = pd, drafts, q, relax, table
+        self.pieces: list = []  # (p*, q used, budgets) per chunk judged
+
+    def chunks(self, n: int):
+        lo, size = 0, FIRST_CHUNK
+        while lo < n:
+            hi = min(n, lo + size)
+            yield lo, hi
+            lo, size = hi, 2 * size
+
+    def relaxed(self, lo: int, hi: int) -> torch.Tensor:
+        d = self.drafts[lo:hi]
+        piece = relaxed_rows(self.pd[lo:hi], d, None if self.q is None else self.q[lo:hi], self.relax, self.table, lo)
+        self.pieces.append(piece)
+        return piece[0].gather(1, d[:, None])[:, 0]
+
+    def _rows(self, i: int) -> torch.Tensor:
+        return torch.cat([piece[i] for piece in self.pieces])
+
+    def budgets(self, decided: int) -> list:
+        return self._rows(2)[:decided].tolist()
+
+    def tv(self, decided: int) -> list:
+        return total_variation(self._rows(0)[:decided], self.pd[:decided]).tolist()
+
+    def residual(self, j: int) -> torch.Tensor:
+        return residual(self._rows(0)[j], self._rows(1)[j])
+
+
 def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy: bool = False,
                       measure_tv: bool = False) -> Verdict:
-    """:func:`.acceptance.verify_chain` for the step bound (same arguments).
-
-    p* is built chunk by chunk (:data:`FIRST_CHUNK` rows, then twice as many, ...)
-    and only up to the first rejected slot; each row's p* depends on its own
-    slot only, so the verdict is the one all rows at once would give.
-    """
-    n = drafts.shape[0]
-    if n == 0:
-        tok = int(sample(p[0], generator, greedy))
-        return Verdict(0, tok, [], [], [] if measure_tv and not greedy else None)
-    pd = p[:n]
-    qs = None if greedy else q
-    if not greedy:
-        u = torch.rand(n, generator=generator, device=p.device if generator is None else generator.device).to(pd)
-    pieces, ok_list, exact_list = [], [], []
-    lo, size = 0, FIRST_CHUNK
-    while lo < n:
-        hi = min(n, lo + size)
-        d = drafts[lo:hi]
-        pstar, qd, budget = relaxed_rows(pd[lo:hi], d, None if qs is None else qs[lo:hi], relax, table, lo)
-        pieces.append((pstar, qd, budget))
-        px = pd[lo:hi].gather(1, d[:, None])[:, 0]
-        psx = pstar.gather(1, d[:, None])[:, 0]
-        if greedy:
-            top2 = pd[lo:hi].topk(2, dim=1)
-            other = torch.where(top2.indices[:, 0] == d, top2.values[:, 1], top2.values[:, 0])
-            ok, exact_ok = psx >= other, px >= other
-        else:
-            qx = qd.gather(1, d[:, None])[:, 0]
-            ok = u[lo:hi] < acceptance(psx, qx)
-            exact_ok = u[lo:hi] < (px / qx).clamp(max=1.0)
-        ok_list += ok.tolist()
-        exact_list += exact_ok.tolist()
-        if False in ok_list:
-            break
-        lo, size = hi, 2 * size
-    pstar, qd, budget = (torch.cat(x) for x in zip(*pieces))
-    n_acc = ok_list.index(False) if False in ok_list else n
-    decisions = [ACCEPTED_EXACT if e else ACCEPTED_RELAXED for e in exact_list[:n_acc]]
-    decided = min(n_acc + 1, n)
-    budgets = budget[:decided].tolist()
-    tv = total_variation(pstar[:decided], pd[:decided]).tolist() if measure_tv and not greedy else None
-    if n_acc == n:
-        tok = int(sample(p[n], generator, greedy))
-        return Verdict(n, tok, decisions, budgets, tv)
-    j = n_acc
-    if greedy:
-        return Verdict(j, int(pd[j].argmax()), decisions, budgets, tv)
-    return Verdict(j, int(sample(residual(pstar[j], qd[j]), generator)), decisions, budgets, tv)
-
-
-def output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
-    """The exact distribution (float64) of the token one step-bounded verification
-    emits at a slot: the draft x is averaged over q (or fixed to ``draft``, q = one-hot),
-    each x contributing q(x)·[acceptance(x)·e_x + (1 − acceptance(x))·residual]."""
-    p = p_row.double()
-    v = p.shape[0]
-    if draft is not None:
-        q = _one_hot(torch.tensor([draft]), v, p.dtype)[0]
-    else:
-        q = q_row.double()
-    pstar, qd, _budget = relaxed_rows(p[None], torch.tensor([draft if draft is not None else 0]),
-                                      q[None], relax, table)
-    pstar, q = pstar[0], qd[0]
-    out = torch.zeros(v, dtype=torch.float64)
-    resid = residual(pstar, q)
-    for x in (q > 0).nonzero()[:, 0].tolist():
-        a = float(acceptance(pstar[x], q[x]))
-        out += float(q[x]) * (1.0 - a) * resid
-        out[x] += float(q[x]) * a
-    return out
+    """:func:`.acceptance.verify_chain` for the step bound (same arguments), through the loop of
+    :func:`.verification.verify_drafts`: exact speculative sampling against p*, which accepts
+    x̃ with min(1, p*(x̃) / q(x̃)) and replaces a rejected draft from norm(max(p* − q, 0))."""
+    rule = StepRule(p[: drafts.shape[0]], drafts, None if greedy else q, relax, table)
+    return verify_drafts(p, drafts, q, rule, generator, greedy, measure_tv)

@@ -43,7 +43,7 @@ def step_vs_floor(pipe, prompt: str = "red heart", steps: int = 64, repeats: int
     steps = max(1, min(steps, gpt.block_size - 1))  # the cache holds one image
     best_step = float("inf")
     for _ in range(repeats):
-        gpt.setup_cache(rows, mask)
+        gpt.start_sequence(rows, mask)
         gpt.prefill(cond)
         tok = torch.zeros(rows, 1, dtype=torch.long, device=dev)
         t = time.perf_counter()

@@ -33,7 +33,7 @@ def cost_curve(pipe, prompt: str, widths: Sequence[int] = WIDTHS, rounds: int = 
     first = min(FIRST_INDEX, total // 3)
     sizes = list(dict.fromkeys(max(1, min(int(w), total - first - 1)) for w in widths))  # a small grid clips
     best = {w: float("inf") for w in sizes}
-    gpt.setup_cache(rows, mask)
+    gpt.start_sequence(rows, mask)
     gpt.prefill(cond)
     try:
         for rep in range(repeats + 1):

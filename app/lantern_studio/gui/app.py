@@ -14,9 +14,9 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from ..paths import APPLICATION, ORGANISATION, ensure_app_names
 from . import aio, theme
 from .about_dialog import app_icon
+from .storage import APPLICATION, ORGANISATION, ensure_app_names
 
 
 def application(argv=None) -> QApplication:

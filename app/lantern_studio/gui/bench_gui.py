@@ -13,6 +13,12 @@ Drives the real main window and reports:
     python -m lantern_studio.gui.bench_gui --model FOLDER  # any model folder
 
 History and caches go to a temporary folder unless --keep-data is given.
+
+It lives in the studio package because everything it measures is Qt's: it opens
+the real MainWindow, waits in a QEventLoop, counts QTimer ticks and listens for
+the canvas's paint signal, and only gui/ may import Qt. The decode itself is
+timed by the bench in eval/ (``lantern-studio bench``), which knows no Qt.
+tests/gui/test_bench_gui.py runs it once on a tiny model.
 """
 
 from __future__ import annotations
@@ -112,8 +118,8 @@ def cancel_runs(w, runs: int, cancel_after: float = 0.15) -> dict:
         def on_frame(f, seen=seen):
             seen["n"] = f.n_fixed
 
-        w.engine.job_cancelled.connect(on_cancel)
-        w.engine.frame.connect(on_frame)
+        w.jobs.job_cancelled.connect(on_cancel)
+        w.jobs.frame.connect(on_frame)
         w.controls.seed.setValue(200 + i)
         job = w.generate()
         _wait(lambda: seen["n"] > 0, 60)
@@ -122,8 +128,8 @@ def cancel_runs(w, runs: int, cancel_after: float = 0.15) -> dict:
         t0 = time.perf_counter()
         w.cancel()
         _wait(lambda: done["t"] is not None or (w.last_result is not None and w.last_result.job.id == job.id), 60)
-        w.engine.job_cancelled.disconnect(on_cancel)
-        w.engine.frame.disconnect(on_frame)
+        w.jobs.job_cancelled.disconnect(on_cancel)
+        w.jobs.frame.disconnect(on_frame)
         if done["t"] is not None:
             latencies.append(done["t"] - t0)
             stopped_at.append(seen["n"])

@@ -64,7 +64,7 @@ class MainWindow(QMainWindow):
         data = Path(data_dir) if data_dir else app_data_dir()
         self.prefs = Preferences(data)
         self.store = HistoryStore(data)
-        self.engine = JobQueue(self)
+        self.jobs = JobQueue(self)
         self.model_info: Optional[ModelInfo] = None
         self.finished_image: Optional[np.ndarray] = None  # what Save / Copy / drag export
         self.finished_record: Optional[dict] = None
@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._connect()
         self._restore(model)
-        self.engine.load_model(self.model_spec)
+        self.jobs.load_model(self.model_spec)
         if self.store.notices:  # a damaged history was repaired at opening: say what happened
             self.show_error("\n".join(self.store.notices), topic="history", level="warning")
 
@@ -221,17 +221,17 @@ class MainWindow(QMainWindow):
         self.gallery.entry_activated.connect(self.restore_entry)
         self.chart.point_chosen.connect(self.load_point)
         self.replay.step_shown.connect(self._replay_step)
-        e = self.engine
-        e.queue_changed.connect(self._queue_changed)
-        e.model_loading.connect(self._model_loading)
-        e.model_status.connect(self._model_status)
-        e.model_ready.connect(self._model_ready)
-        e.model_failed.connect(self._model_failed)
-        e.job_started.connect(self._job_started)
-        e.frame.connect(self._frame)
-        e.job_finished.connect(self._job_finished)
-        e.job_cancelled.connect(self._job_cancelled)
-        e.job_failed.connect(self._job_failed)
+        q = self.jobs
+        q.queue_changed.connect(self._queue_changed)
+        q.model_loading.connect(self._model_loading)
+        q.model_status.connect(self._model_status)
+        q.model_ready.connect(self._model_ready)
+        q.model_failed.connect(self._model_failed)
+        q.job_started.connect(self._job_started)
+        q.frame.connect(self._frame)
+        q.job_finished.connect(self._job_finished)
+        q.job_cancelled.connect(self._job_cancelled)
+        q.job_failed.connect(self._job_failed)
 
     # ------------------------------------------------------------------ preferences
     def _restore(self, model: Optional[str]) -> None:
@@ -294,11 +294,11 @@ class MainWindow(QMainWindow):
         self.save_preferences()
         self.controls.match_line.shutdown()
         # a model load (or its warm-up) cannot be interrupted: wait a moment, not for the load to finish
-        loading = self.engine.loading is not None
-        if not self.engine.shutdown(timeout_ms=300 if loading else 30000):
-            _orphans.append(self.engine)  # still inside a model load: never destroy a running QThread
+        loading = self.jobs.loading is not None
+        if not self.jobs.shutdown(timeout_ms=300 if loading else 30000):
+            _orphans.append(self.jobs)  # still inside a model load: never destroy a running QThread
         # deliver what the worker sent before it stopped (a job that finished just now still gets its history row)
-        QCoreApplication.sendPostedEvents(self.engine, QEvent.Type.MetaCall)
+        QCoreApplication.sendPostedEvents(self.jobs, QEvent.Type.MetaCall)
         self.store.close()
         self._store_open = False
         shutil.rmtree(cache_dir() / "drag", ignore_errors=True)
@@ -344,7 +344,7 @@ class MainWindow(QMainWindow):
             self.recent_models = self.recent_models[:MAX_RECENT_MODELS]
         self.model_spec = spec
         self._refresh_model_choices()
-        self.engine.load_model(spec)
+        self.jobs.load_model(spec)
 
     def open_model_folder(self) -> None:
         folder = self.ask_model_folder()
@@ -367,7 +367,7 @@ class MainWindow(QMainWindow):
     def _model_status(self, spec, message: str) -> None:
         self.status_model.setText(message)
         self.statusBar().showMessage(f"Getting the model ready: {message}")
-        if self.engine.busy:
+        if self.jobs.busy:
             self.canvas.set_status(f"Generate is queued: waiting for the model ({message})")
 
     def _model_ready(self, info: ModelInfo) -> None:
@@ -416,10 +416,10 @@ class MainWindow(QMainWindow):
         self.controls.remember_prompt(prompt)
         if self._banner_topic == "input":
             self.banner.dismiss()
-        job = self.engine.submit(prompt, s)
-        if self.engine.loading:  # it runs as soon as the model is ready: say why it waits
-            self.canvas.set_status(f"Generate is queued: waiting for the model ({self.engine.loading})")
-            self.statusBar().showMessage(f"#{job.id} queued: the model is still getting ready ({self.engine.loading})")
+        job = self.jobs.submit(prompt, s)
+        if self.jobs.loading:  # it runs as soon as the model is ready: say why it waits
+            self.canvas.set_status(f"Generate is queued: waiting for the model ({self.jobs.loading})")
+            self.statusBar().showMessage(f"#{job.id} queued: the model is still getting ready ({self.jobs.loading})")
         return job
 
     def compare(self) -> Optional[tuple]:
@@ -434,27 +434,27 @@ class MainWindow(QMainWindow):
         self.controls.remember_prompt(prompt)
         group = next(_groups)
         self._compare[group] = {}
-        a = self.engine.submit(prompt, s.with_(drafter="none"), "compare-vanilla", group)
-        b = self.engine.submit(prompt, s, "compare-current", group)
+        a = self.jobs.submit(prompt, s.with_(drafter="none"), "compare-vanilla", group)
+        b = self.jobs.submit(prompt, s, "compare-current", group)
         return a, b
 
     def cancel(self) -> None:
-        job = self.engine.cancel_current()
+        job = self.jobs.cancel_current()
         if job is not None:
             self.statusBar().showMessage(f"Cancelling #{job.id}…")
             if job.group is not None:  # a Compare is one request: Esc stops both halves
-                for other in self.engine.pending_in_group(job.group):
-                    self.engine.cancel_job(other)
+                for other in self.jobs.pending_in_group(job.group):
+                    self.jobs.cancel_job(other)
                 self._compare.pop(job.group, None)
                 self.statusBar().showMessage(f"Cancelling the Compare (#{job.id} and its pair)…")
         self._queue_changed()
 
     def cancel_all(self) -> None:
-        self.engine.cancel_all()
+        self.jobs.cancel_all()
         self.statusBar().showMessage("Cancelled all jobs")
 
     def _queue_changed(self) -> None:
-        self.queue_view.update_from(self.engine)
+        self.queue_view.update_from(self.jobs)
 
     def _job_started(self, job: Job) -> None:
         self.shown_job_id = job.id
@@ -519,7 +519,7 @@ class MainWindow(QMainWindow):
     def _replay_step(self, step: int) -> None:
         """The replay bar moved: redraw the canvas and the running numbers as they stood after ``step``."""
         rec = self.replay.recording
-        if rec is None or self.finished_image is None or self.engine.current is not None:
+        if rec is None or self.finished_image is None or self.jobs.current is not None:
             return
         frame = rec.frame(step, self.finished_image, self.replay.decisions)
         self.canvas.show_frame(frame)

@@ -48,15 +48,15 @@ class QueueView(QWidget):
 
     def resizeEvent(self, event):  # noqa: N802 - re-elide the rows to the new width
         super().resizeEvent(event)
-        if getattr(self, "_engine", None) is not None:
-            self.update_from(self._engine)
+        if getattr(self, "_jobs", None) is not None:
+            self.update_from(self._jobs)
 
-    def update_from(self, engine: JobQueue | None) -> None:
-        self._engine = engine
+    def update_from(self, jobs: JobQueue | None) -> None:
+        self._jobs = jobs
         self.list.clear()
-        current = engine.current if engine is not None else None
-        pending = list(engine.pending) if engine is not None else []
-        loading = engine.loading if engine is not None else None
+        current = jobs.current if jobs is not None else None
+        pending = list(jobs.pending) if jobs is not None else []
+        loading = jobs.loading if jobs is not None else None
         rows = []
         if current is not None:
             if current.cancel_requested:

@@ -1,10 +1,10 @@
 """Where the studio keeps user data and its preferences.
 
-* The app data folder (``paths.app_data_dir``) holds the history
+* The app data folder (:func:`app_data_dir`) holds the history
   (``history.sqlite`` + ``images/``) and the preferences (``settings.ini``).
   ``LANTERN_STUDIO_DATA`` overrides it (tests point it at a temporary folder);
   otherwise it is Qt's ``AppDataLocation`` for organisation "Lantern Studio",
-  app "lantern-studio".
+  app "lantern-studio". ``lantern-studio doctor`` reports it from here too.
 * Preferences use an explicit INI file in that folder rather than Qt's native
   location: QSettings caches ``XDG_CONFIG_HOME`` the first time it is used in a
   process, so a native QSettings would not follow a test's temporary folder.
@@ -13,13 +13,40 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QCoreApplication, QSettings, QStandardPaths
 
-# the folder and the names are computed in one place for the studio and `lantern-studio doctor`
-from ..paths import app_data_dir
+# The studio's names for Qt: they pick the user-data folder (app_data_dir) and the window's identity.
+ORGANISATION = "Lantern Studio"
+APPLICATION = "lantern-studio"
+
+
+def ensure_app_names() -> None:
+    """Give Qt the studio's organisation and application names (once per process)."""
+    if QCoreApplication.organizationName() != ORGANISATION:
+        QCoreApplication.setOrganizationName(ORGANISATION)
+    if QCoreApplication.applicationName() != APPLICATION:
+        QCoreApplication.setApplicationName(APPLICATION)
+
+
+def app_data_dir(create: bool = True) -> Path:
+    """The studio's user data: the history (``history.sqlite`` + ``images/``) and
+    the preferences (``settings.ini``). ``LANTERN_STUDIO_DATA`` overrides it;
+    otherwise it is Qt's ``AppDataLocation`` for :data:`ORGANISATION` /
+    :data:`APPLICATION`. ``create=False`` only names it (``lantern-studio doctor``).
+    """
+    root = os.environ.get("LANTERN_STUDIO_DATA")
+    if root:
+        path = Path(root)
+    else:
+        ensure_app_names()
+        path = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 class Preferences:

@@ -26,7 +26,6 @@ Files are read from the standard Hugging Face cache only (never fetched here):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import difflib
 import json
 import threading
@@ -35,12 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Optional
 
-import torch
-import torch.nn as nn
-from safetensors.torch import load_file
-
-from ..engine.checkpoints import CheckpointError, load_llamagen_gpt, load_state_strict
-from ..engine.drafters import EagleHead
+from ..engine.checkpoints import CheckpointError, load_llamagen_gpt
 from ..engine.model import GPT_PRESETS, ModelArgs
 from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings
@@ -355,7 +349,10 @@ def text_encoder(entry: Entry, device: Optional[str] = None):
     return enc
 
 
-def make_conditioner(entry: Entry, device: Optional[str] = None):
+def entry_conditioner(entry: Entry, device: Optional[str] = None):
+    """A catalogue entry's conditioner: ImageNet (or the entry's) class names for a c2i model,
+    FLAN-T5 captions from the local HF cache for a t2i one. (A model folder's comes from its
+    model.json: local.make_conditioner.)"""
     if entry.kind == "c2i":
         return ClassConditioner(list(entry.class_names or imagenet_class_names()))
     return T5CaptionConditioner(text_encoder(entry, device), entry.args().cls_token_num)
@@ -383,88 +380,8 @@ def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter
     dp = drafter_path(e.name)
     if drafter and dp.is_file():
         eagle = load_eagle(dp, gpt.config)
-    pipe = ImagePipeline(gpt, vq, make_conditioner(e, device), eagle, e.defaults, e.name,
+    pipe = ImagePipeline(gpt, vq, entry_conditioner(e, device), eagle, e.defaults, e.name,
                          table_cache=cache_dir() / "neighbours", source=ModelSource(catalogue=e.name))
     if device:
         pipe.to(device)
     return pipe.set_precision(dtype)
-
-
-# --------------------------------------------------------------------------- LANTERN's published drafter
-
-
-def lantern_drafter_to_eagle(sd: dict, dim: int) -> tuple:
-    """Map LANTERN's LlamaGen drafter (``jadohu/llamagen_drafter``: EAGLE-1 ``Model`` from
-    LANTERN's ``models/drafters/cnets_llamagen.py``, one HF-style LLaMA layer) onto EagleHead keys.
-
-    Returns (eagle state dict, has_input_norm, drafter embed_tokens or None). Differences handled:
-    LANTERN's fc reads ``cat(token_emb, feature)`` (ours: ``cat(feature, token_emb)``, so the
-    weight's column halves swap); q/k/v are separate (ours fused ``wqkv``); layer 0 has no input
-    norm (an identity); ``gate/up/down_proj`` → ``w1/w3/w2``.
-    """
-    sd = {k.removeprefix("module."): v for k, v in sd.items()}
-    layers = {k.split(".")[1] for k in sd if k.startswith("layers.")}
-    if layers != {"0"}:
-        raise CheckpointError(f"LANTERN drafter: expected exactly one layer, found layers {sorted(layers)}")
-    need = ["fc.weight", "layers.0.self_attn.q_proj.weight", "layers.0.self_attn.k_proj.weight",
-            "layers.0.self_attn.v_proj.weight", "layers.0.self_attn.o_proj.weight",
-            "layers.0.mlp.gate_proj.weight", "layers.0.mlp.up_proj.weight", "layers.0.mlp.down_proj.weight",
-            "layers.0.post_attention_layernorm.weight"]
-    absent = [k for k in need if k not in sd]
-    if absent:
-        raise CheckpointError(f"LANTERN drafter: missing keys {absent[:4]}")
-    w = sd["fc.weight"]
-    if tuple(w.shape) != (dim, 2 * dim):
-        raise CheckpointError(f"LANTERN drafter: fc.weight {tuple(w.shape)} does not fit a {dim}-wide target")
-    p = "layers.0."
-    out = {
-        "fc.weight": torch.cat([w[:, dim:], w[:, :dim]], dim=1),
-        "layer.attention.wqkv.weight": torch.cat([sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"],
-                                                  sd[p + "self_attn.v_proj.weight"]], dim=0),
-        "layer.attention.wo.weight": sd[p + "self_attn.o_proj.weight"],
-        "layer.feed_forward.w1.weight": sd[p + "mlp.gate_proj.weight"],
-        "layer.feed_forward.w3.weight": sd[p + "mlp.up_proj.weight"],
-        "layer.feed_forward.w2.weight": sd[p + "mlp.down_proj.weight"],
-        "layer.ffn_norm.weight": sd[p + "post_attention_layernorm.weight"],
-    }
-    if "fc.bias" in sd:
-        out["fc.bias"] = sd["fc.bias"]
-    has_input_norm = p + "input_layernorm.weight" in sd
-    if has_input_norm:
-        out["layer.attention_norm.weight"] = sd[p + "input_layernorm.weight"]
-    return out, has_input_norm, sd.get("embed_tokens.weight")
-
-
-def load_lantern_drafter(folder_or_file, gpt_config):
-    """EXPERIMENTAL: LANTERN's published LlamaGen drafter as an EagleHead.
-
-    The weights map exactly (see :func:`lantern_drafter_to_eagle`), but the behaviour is only
-    approximately LANTERN's: their drafter also runs over the caption prefix positions (our
-    EagleDrafter starts at the first image token), embeds tokens with its own ``embed_tokens``
-    (ours uses the target's), and pairs with ``jadohu/LlamaGen-T2I`` (an HF conversion of the
-    stage-1 model). Measure acceptance before relying on it.
-    """
-    path = Path(folder_or_file)
-    cfg = {}
-    if path.is_dir():
-        if (path / "config.json").is_file():
-            cfg = json.loads((path / "config.json").read_text())
-        path = next((path / n for n in ("model.safetensors", "pytorch_model.bin") if (path / n).is_file()), path / "pytorch_model.bin")
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such drafter file")
-    if path.suffix == ".safetensors":
-        sd = load_file(str(path))
-    else:
-        try:
-            sd = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as e:
-            raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
-    mapped, has_norm, _emb = lantern_drafter_to_eagle(sd, gpt_config.dim)
-    args = dataclasses.replace(gpt_config, norm_eps=float(cfg.get("rms_norm_eps", 1e-6)))
-    head = EagleHead(args)
-    if not has_norm:
-        head.layer.attention_norm = nn.Identity()
-    if "fc.bias" not in mapped:
-        head.fc.bias = None
-    load_state_strict(head, {k: v.float() for k, v in mapped.items()}, path)
-    return head.eval()

@@ -201,6 +201,9 @@ def identity_conditioner(spec: dict, folder: Path) -> IdentityConditioner:
 
 
 def make_conditioner(spec: dict, folder: Optional[Path] = None):
+    """A model folder's conditioner from model.json's ``conditioning`` (class names, a factorised
+    class model's identities and snap vectors, or MiniLM / hash captions). (A catalogue entry's:
+    catalogue.entry_conditioner.)"""
     kind = spec.get("kind")
     if kind == "class" and spec.get("factorised"):
         if folder is None:
