@@ -155,7 +155,7 @@ def test_t2i_end_to_end_with_flan_t5_layout(hub_server, tiny_catalogue, monkeypa
     catalogue.download(t2i.name, progress=events.append)
     assert events[-1].bytes_done == t2i.download_size
     go_offline(monkeypatch)
-    pipe = catalogue.load_pipeline(t2i.name)
+    pipe = catalogue.load_entry(t2i.name)
     assert isinstance(pipe.conditioner, T5CaptionConditioner)
     assert isinstance(pipe.conditioner.encoder, FlanT5Encoder) and pipe.conditioner.length == CAPTION_LEN
     c = pipe.conditioner("A red car")
@@ -168,7 +168,7 @@ def test_t2i_end_to_end_with_flan_t5_layout(hub_server, tiny_catalogue, monkeypa
     _generate_every_way(pipe, "a blue house")
     summary = train_drafter_for_model(t2i.name, steps=2, sequences=3, batch=2, prompts=["a red car", "a cat"])
     assert summary["sequences"] == 3
-    pipe = catalogue.load_pipeline(t2i.name)
+    pipe = catalogue.load_entry(t2i.name)
     assert pipe.eagle is not None
     _generate_every_way(pipe, "a golden retriever sitting on the sea")
 
@@ -299,7 +299,7 @@ def test_cuda_bf16_end_to_end(hub_server, tiny_catalogue, monkeypatch):
     go_offline(monkeypatch)
     for entry in tiny_catalogue:
         prompt = "golden retriever" if entry.kind == "c2i" else "a red car"
-        pipe = catalogue.load_pipeline(entry.name, device="cuda")
+        pipe = catalogue.load_entry(entry.name, device="cuda")
         assert next(pipe.gpt.parameters()).dtype == torch.bfloat16 and pipe.gpt.rope.dtype == torch.float32
         assert pipe.device.type == "cuda"
         _generate_every_way(pipe, prompt)

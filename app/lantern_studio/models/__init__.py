@@ -93,5 +93,5 @@ def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, veri
     where = resolve_spec(spec)
     if isinstance(where, str):
         # cast once, to the asked precision (not to auto first: a bf16 round trip would round the weights)
-        return catalogue.load_pipeline(where, device=device, dtype=precision)
+        return catalogue.load_entry(where, device=device, dtype=precision)
     return load_model_dir(where, verify=verify, device=device).set_precision(precision)

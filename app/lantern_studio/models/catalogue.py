@@ -358,7 +358,7 @@ def entry_conditioner(entry: Entry, device: Optional[str] = None):
     return T5CaptionConditioner(text_encoder(entry, device), entry.args().cls_token_num)
 
 
-def load_pipeline(name: str, device: Optional[str] = None, dtype="auto", drafter: bool = True):
+def load_entry(name: str, device: Optional[str] = None, dtype="auto", drafter: bool = True):
     """Catalogue name → ImagePipeline, from files already in the HF cache (never downloads).
 
     Raises CheckpointError("… not downloaded: run lantern-studio models download NAME") when

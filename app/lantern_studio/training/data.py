@@ -137,7 +137,7 @@ def identity_weights(meta: list[dict[str, Any]], indices: Iterable[int]) -> np.n
     return w / w.sum()
 
 
-def _slug(text: str) -> str:
+def group_key(text: str) -> str:
     """'People & Body' → 'people-body' (emojibase's group key style)."""
     out = []
     for ch in text.lower():
@@ -258,7 +258,7 @@ def _collect(
             name = eb_base["label"]
         else:
             name = (any_entry.get("short_name") or identity).replace("_", " ")
-        group = eb.group(eb_base) or (_slug(any_entry["category"]) if any_entry.get("category") else None)
+        group = eb.group(eb_base) or (group_key(any_entry["category"]) if any_entry.get("category") else None)
         subgroup = eb.subgroup(eb_base) or any_entry.get("subcategory")
         tags = list((eb_base or {}).get("tags") or [])
         split = split_of(identity)

@@ -63,7 +63,7 @@ ICON_SETS: tuple[IconSet, ...] = (
 )
 
 
-def slug(text: str) -> str:
+def icon_name(text: str) -> str:
     """'Thumbs up: light skin tone' → 'thumbs-up-light-skin-tone' (Iconify's naming)."""
     return "-".join(p for p in re.sub(r"[^a-z0-9]+", "-", text.lower()).split("-") if p)
 
@@ -142,7 +142,7 @@ def align(data: IconData, base: dict[str, dict], skin: dict[str, dict]) -> list[
         for table in (base, skin):
             for c, entry in table.items():
                 if entry.get("label"):
-                    by_label.setdefault(slug(entry["label"]), c)
+                    by_label.setdefault(icon_name(entry["label"]), c)
         names = sorted(data.icons) + sorted(data.aliases)
         for name in names:
             code = by_label.get(name)

@@ -57,7 +57,7 @@ def _resolve(name_or_pipeline, device):
         return pipe, pipe.source.catalogue
     where = resolve_spec(name_or_pipeline)
     if isinstance(where, str):  # a catalogue model, loaded without the drafter this trains
-        return catalogue.load_pipeline(where, device=device, drafter=False), where
+        return catalogue.load_entry(where, device=device, drafter=False), where
     return load_pipeline(name_or_pipeline, device=device), None
 
 
