@@ -24,57 +24,30 @@ from ..engine.drafters import EagleHead
 from ..paths import runs_dir
 from . import self_distill
 from .ar import batch_from
-from .common import RunLog, cosine_lr, write_json
-from .drafter_loss import drafter_losses
+from .common import RunLog, write_json
+from .drafter_loss import HeadTrainer
 from .loop import CHECKPOINT_NAME, LoopSettings, TrainingLoop, read_checkpoint, restore
 
 
-class DrafterTrainer:
-    """The EAGLE head's trainer on the one loop driver (:mod:`.loop`); the target stays frozen."""
+class DrafterTrainer(HeadTrainer):
+    """The bundled recipe's EAGLE head, on batches of the AR run's prepared data."""
 
     kind = "drafter"
 
     def __init__(self, args, gpt, prep: dict):
-        self.a, self.gpt, self.prep = args, gpt, prep
+        super().__init__(gpt, EagleHead(gpt.config), lr=args.lr, steps=args.steps, warmup=args.warmup, cfg=args.cfg,
+                         noise=args.noise, p_weight=args.p_weight, seed=args.seed)
+        self.a, self.prep = args, prep
         self.train_idx = torch.nonzero(prep["train"]).flatten()
         self.held_idx = torch.nonzero(~prep["train"]).flatten()
-        self.model = EagleHead(gpt.config)
-        self.model.train()
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
-        self.gen = torch.Generator().manual_seed(args.seed)
-        self.step = 0
 
-    def train_step(self) -> dict[str, float]:
-        a = self.a
-        lr = cosine_lr(self.step, a.steps, a.lr, a.warmup)
-        for gp in self.opt.param_groups:
-            gp["lr"] = lr
-        b = self.train_idx[torch.randint(0, len(self.train_idx), (a.batch,), generator=self.gen)]
-        tok, emb, mask = batch_from(self.prep, b, self.gen)
-        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, a.cfg, a.noise, self.gen)
-        loss = lf + a.p_weight * lp
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
-        self.step += 1
-        return {"feat": float(lf.detach()), "kl": float(lp.detach()), "top1": float(ag), "lr": lr}
+    def batch(self):
+        b = self.train_idx[torch.randint(0, len(self.train_idx), (self.a.batch,), generator=self.gen)]
+        return batch_from(self.prep, b, self.gen)
 
-    @torch.no_grad()
-    def evaluate(self) -> tuple[dict, str]:
-        self.model.eval()
-        g = torch.Generator().manual_seed(0)
-        tok, emb, mask = batch_from(self.prep, self.held_idx[: self.a.eval_images], g, augment=False)
-        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.a.cfg, 0.0)
-        self.model.train()
-        row = {"heldout_feature_loss": float(lf), "heldout_kl": float(lp), "heldout_top1": float(ag)}
-        return row, f"held-out top-1 agreement {float(ag):.3f}, KL {float(lp):.3f}"
-
-    def extra_state(self) -> dict:
-        return {}
-
-    def load_extra_state(self, extra: dict) -> None:
-        pass
+    def held_out_batch(self):
+        return batch_from(self.prep, self.held_idx[: self.a.eval_images], torch.Generator().manual_seed(0),
+                          augment=False)
 
 
 def train(args) -> dict:

@@ -1,4 +1,4 @@
-"""The EAGLE drafter's training loss, shared by the bundled recipe
+"""The EAGLE drafter's training loss and trainer, shared by the bundled recipe
 (training/drafter.py) and self-distillation for any model (training/self_distill.py).
 
 For a batch of sequences the frozen target gives its final hidden states f
@@ -14,7 +14,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..engine.drafters import EagleHead
 from ..engine.sampling import guided_logits
+from .common import cosine_lr
 
 
 def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, gen=None):
@@ -47,3 +49,54 @@ def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, ge
     loss_p = F.kl_div(dg.log_softmax(-1), tg.log_softmax(-1), log_target=True, reduction="batchmean") / s
     agree = (dg.argmax(-1) == tg.argmax(-1)).float().mean()
     return loss_f, loss_p, agree
+
+
+class HeadTrainer:
+    """An EAGLE head trained against a frozen target on the loop driver (:mod:`.loop`): one AdamW step
+    of :func:`drafter_losses` per ``train_step``, the held-out numbers in ``evaluate``. Subclasses say
+    where the batches come from (``batch()``, ``held_out_batch()``)."""
+
+    def __init__(self, gpt, head: EagleHead, *, lr: float, steps: int, warmup: int, cfg: float, noise: float,
+                 p_weight: float, seed: int):
+        self.gpt, self.model = gpt, head
+        self.lr, self.steps, self.warmup = lr, steps, warmup
+        self.cfg, self.noise, self.p_weight = cfg, noise, p_weight
+        self.model.train()
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.step = 0
+
+    def batch(self):
+        raise NotImplementedError
+
+    def held_out_batch(self):
+        raise NotImplementedError
+
+    def train_step(self) -> dict[str, float]:
+        lr = cosine_lr(self.step, self.steps, self.lr, self.warmup)
+        for gp in self.opt.param_groups:
+            gp["lr"] = lr
+        tok, emb, mask = self.batch()
+        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.cfg, self.noise, self.gen)
+        loss = lf + self.p_weight * lp
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.step += 1
+        return {"feat": float(lf.detach()), "kl": float(lp.detach()), "top1": float(ag), "lr": lr}
+
+    @torch.no_grad()
+    def evaluate(self) -> tuple[dict, str]:
+        self.model.eval()
+        tok, emb, mask = self.held_out_batch()
+        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.cfg, 0.0)
+        self.model.train()
+        row = {"heldout_feature_loss": float(lf), "heldout_kl": float(lp), "heldout_top1": float(ag)}
+        return row, f"held-out top-1 agreement {float(ag):.3f}, KL {float(lp):.3f}"
+
+    def extra_state(self) -> dict:
+        return {}
+
+    def load_extra_state(self, extra: dict) -> None:
+        pass

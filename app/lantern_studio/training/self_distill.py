@@ -33,8 +33,7 @@ from ..engine.drafters import EagleHead
 from ..engine.precision import cast_transformer as _cast
 from ..models import catalogue, load_pipeline, resolve_spec
 from ..models.catalogue import drafter_path
-from .common import cosine_lr
-from .drafter_loss import drafter_losses
+from .drafter_loss import HeadTrainer
 from .loop import EXIT_CODES, LoopSettings, TrainingLoop
 
 DEFAULT_PROMPTS = (
@@ -123,53 +122,25 @@ def _batch(data: dict, idx: torch.Tensor, device):
     return tok, emb, mask
 
 
-class SelfDistillTrainer:
-    """An EAGLE head trained on the target's own samples, on the one loop driver (:mod:`.loop`)."""
+class SelfDistillTrainer(HeadTrainer):
+    """An EAGLE head trained on the target's own samples (kept in memory only)."""
 
     kind = "self-distill"
 
-    def __init__(self, gpt, data: dict, train_idx, held_idx, device, *, lr, steps, batch, warmup, cfg, noise,
-                 p_weight, seed, init_from_last_layer):
-        self.gpt, self.data, self.train_idx, self.held_idx, self.device = gpt, data, train_idx, held_idx, device
-        self.steps, self.batch, self.lr, self.warmup = steps, batch, lr, warmup
-        self.cfg, self.noise, self.p_weight = cfg, noise, p_weight
-        self.model = EagleHead(gpt.config).to(device)
+    def __init__(self, gpt, data: dict, train_idx, held_idx, device, *, batch, init_from_last_layer, **options):
+        head = EagleHead(gpt.config).to(device)
         if init_from_last_layer and len(gpt.layers):
-            self.model.layer.load_state_dict(gpt.layers[-1].state_dict())
-        self.model.train()
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
-        self.gen = torch.Generator().manual_seed(seed + 1)
-        self.step = 0
+            head.layer.load_state_dict(gpt.layers[-1].state_dict())
+        super().__init__(gpt, head, **options)
+        self.data, self.train_idx, self.held_idx, self.device, self.batch_size = data, train_idx, held_idx, device, batch
 
-    def train_step(self) -> dict[str, float]:
-        for gp in self.opt.param_groups:
-            gp["lr"] = cosine_lr(self.step, self.steps, self.lr, self.warmup)
-        n = min(self.batch, len(self.train_idx))
-        idx = self.train_idx[torch.randint(0, len(self.train_idx), (n,), generator=self.gen)]
-        tok, emb, mask = _batch(self.data, idx, self.device)
-        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.cfg, self.noise, self.gen)
-        loss = lf + self.p_weight * lp
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
-        self.step += 1
-        return {"feat": float(lf.detach()), "kl": float(lp.detach()), "top1": float(ag)}
+    def batch(self):
+        n = min(self.batch_size, len(self.train_idx))
+        return _batch(self.data, self.train_idx[torch.randint(0, len(self.train_idx), (n,), generator=self.gen)],
+                      self.device)
 
-    @torch.no_grad()
-    def evaluate(self) -> tuple[dict, str]:
-        self.model.eval()
-        tok, emb, mask = _batch(self.data, self.held_idx, self.device)
-        lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.cfg, 0.0, None)
-        self.model.train()
-        row = {"heldout_feature_loss": float(lf), "heldout_kl": float(lp), "heldout_top1": float(ag)}
-        return row, f"held-out top-1 agreement {float(ag):.3f}"
-
-    def extra_state(self) -> dict:
-        return {}
-
-    def load_extra_state(self, extra: dict) -> None:
-        pass
+    def held_out_batch(self):
+        return _batch(self.data, self.held_idx, self.device)
 
 
 def train_drafter_for_model(
@@ -223,7 +194,7 @@ def train_drafter_for_model(
     torch.manual_seed(seed)
     trainer = SelfDistillTrainer(gpt, data, train_idx, held_idx, dev, lr=lr, steps=steps, batch=batch,
                                  warmup=min(warmup, max(1, steps // 10)), cfg=cfg, noise=noise, p_weight=p_weight,
-                                 seed=seed, init_from_last_layer=init_from_last_layer)
+                                 seed=seed + 1, init_from_last_layer=init_from_last_layer)
     # the samples are not kept, so nothing to resume: no checkpoint; a cancel (or Ctrl-C) ends it early
     loop = TrainingLoop(trainer, None, lambda _msg: None, LoopSettings(steps=steps, log_every=max(1, steps // 20)),
                         should_stop=should_stop,
