@@ -8,7 +8,9 @@ import torch
 from support.hub import HubServer, tiny_entries, tiny_files
 
 sys.path.insert(0, str(Path(__file__).parent))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# GUI tests draw offscreen; an empty value (QT_QPA_PLATFORM= …) would make Qt look for a display and abort
+if not os.environ.get("QT_QPA_PLATFORM"):
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
