@@ -219,6 +219,21 @@ def test_export_metadata_reads_back(qtbot, tiny, tmp_path):
     assert read_png_record(mime.urls()[0].toLocalFile()) == w.finished_record
 
 
+def test_a_window_larger_than_the_screen_is_fitted_inside_it(qtbot, tiny):
+    """Saved on a big monitor, reopened on a small one (Qt restores the saved size when the saved screen was
+    larger): the window is shrunk to the screen's free area and moved into it, so nothing is off screen.
+    (Checked on a real X server too: saved at 1400x880, reopened on a 900x600 screen.)"""
+    w = open_window(qtbot, tiny)
+    w.resize(5000, 4000)
+    w.move(3000, 2000)
+    free = w.screen().availableGeometry()
+    assert not free.contains(w.geometry())
+    w._fit_on_screen()
+    least = w.minimumSizeHint()  # (this test screen, 800 px wide, is narrower than the window can be)
+    assert w.width() <= max(free.width(), least.width()) and w.height() <= max(free.height(), least.height())
+    assert free.contains(w.geometry().topLeft()) and w.height() <= free.height()
+
+
 def test_restart_restores_settings_and_history(qtbot, tiny):
     from lantern_studio.gui.app import create_main_window
 

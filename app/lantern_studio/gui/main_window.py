@@ -17,7 +17,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 from PIL import Image
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget,
 )
@@ -261,10 +261,26 @@ class MainWindow(QMainWindow):
         geom = p.get_bytes("geometry")
         if isinstance(geom, QByteArray) and not geom.isEmpty():
             self.restoreGeometry(geom)
+            self._fit_on_screen()
         for key, split in (("split_top", self.top_split), ("split_main", self.main_split)):
             state = p.get_bytes(key)
             if isinstance(state, QByteArray) and not state.isEmpty():
                 split.restoreState(state)
+
+    def _fit_on_screen(self) -> None:
+        """A size saved on a larger screen is shrunk to this one's free area and moved into it, so no part
+        of the window (its buttons, its status line) is off screen."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        free = screen.availableGeometry()
+        w, h = min(self.width(), free.width()), min(self.height(), free.height())
+        if (w, h) != (self.width(), self.height()):
+            self.resize(w, h)
+        x = min(max(self.x(), free.left()), free.right() + 1 - w)
+        y = min(max(self.y(), free.top()), free.bottom() + 1 - h)
+        if (x, y) != (self.x(), self.y()):
+            self.move(x, y)
 
     def save_preferences(self) -> None:
         p = self.prefs
