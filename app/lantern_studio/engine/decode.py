@@ -50,6 +50,7 @@ class StepEvent:
 class DecodeStats:
     tokens: int = 0
     target_forwards: int = 0  # image-token forwards (the prefill is counted apart)
+    compiled_forwards: int = 0  # of those, how many ran a compiled graph (engine/compiled.py)
     drafter_forwards: int = 0
     drafted: int = 0
     accepted: int = 0
@@ -127,6 +128,8 @@ class Decoding:
         self.decisions = np.zeros(self.total, dtype=np.uint8)
         self.budgets = np.zeros(self.total, dtype=np.float64)  # per position: the bound of the slot that fixed it
         self.stats = DecodeStats(settings=settings.to_dict())
+        graphs = gpt.step_graphs
+        self._compiled_before = graphs.compiled_calls if graphs is not None else 0
 
     def cancel(self):
         self._stop = True
@@ -147,6 +150,9 @@ class Decoding:
         s = self.stats
         s.tokens = positions[-1] + 1 if positions else s.tokens
         s.wall_seconds = now - t0
+        graphs = self.gpt.step_graphs
+        if graphs is not None:
+            s.compiled_forwards = graphs.compiled_calls - self._compiled_before
         for p, d in zip(positions, decisions):
             self.decisions[p] = d
         return StepEvent(

@@ -26,7 +26,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from .model import KVCache, ModelArgs, Transformer, TransformerBlock
+from .model import KVCache, ModelArgs, Transformer, TransformerBlock, rope_complex
 from .sampling import SamplingParams, probs_from_logits, sample
 
 
@@ -232,7 +232,7 @@ class EagleDrafter(Drafter):
     def _run(self, ctx, feats, tokens, start):
         gpt = ctx.gpt
         pos = gpt.positions(start, tokens.shape[1])  # image indices: the head's cache has no prefix
-        rope = gpt.rope[gpt.cls_token_num + pos]
+        rope = rope_complex(gpt.rope[gpt.cls_token_num + pos])
         mask = self.head.attn_mask[:, :, pos]
         out = self.head(feats, gpt.tok_embeddings(tokens), rope, mask, pos)
         self.forwards += 1

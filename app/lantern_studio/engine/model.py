@@ -272,12 +272,28 @@ def rope_complex(rope: torch.Tensor) -> torch.Tensor:
 
 
 def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
-    """x: (B, S, H, D); rope: (S, D/2, 2) (cos, sin), or ``rope_complex`` of it -> x with each
-    interleaved pair (x[2i], x[2i+1]) rotated, computed as one complex multiplication."""
-    xc = torch.view_as_complex((x if x.dtype == torch.float32 else x.float()).unflatten(-1, (-1, 2)))
-    rc = rope if rope.is_complex() else rope_complex(rope)
-    out = torch.view_as_real(xc * rc).flatten(-2)
+    """x: (B, S, H, D); rope: ``rope_complex`` of a table slice, or the slice (S, D/2, 2) (cos, sin)
+    itself -> x with each interleaved pair (x[2i], x[2i+1]) rotated. A complex table is one complex
+    multiplication (eager's fastest); a real one the same rotation in real arithmetic, which
+    ``torch.compile`` generates code for (it has none for complex numbers)."""
+    xf = x if x.dtype == torch.float32 else x.float()
+    if rope.is_complex():
+        out = torch.view_as_real(torch.view_as_complex(xf.unflatten(-1, (-1, 2))) * rope).flatten(-2)
+    else:
+        pairs = xf.unflatten(-1, (-1, 2))
+        x0, x1 = pairs[..., 0], pairs[..., 1]
+        cos, sin = rope[None, :, None, :, 0], rope[None, :, None, :, 1]
+        out = torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
     return out if out.dtype == x.dtype else out.type_as(x)
+
+
+def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax attention spelled out (scores in fp32), for the compiled fixed-shape step: q (B, H, S, D)
+    over the whole cache k, v (B, H, L, D) with a bool ``mask`` (B or 1, 1, S, L). Compiled, this is
+    one fused kernel per layer; the fused CPU attention kernel costs ~6x more for a few queries."""
+    scores = torch.matmul(q, k.transpose(-1, -2)).float() * (q.shape[-1] ** -0.5)
+    weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+    return torch.matmul(weights.to(v.dtype), v)
 
 
 class KVCache(nn.Module):
@@ -340,12 +356,15 @@ class Attention(nn.Module):
         self.resid_dropout = nn.Dropout(args.resid_dropout_p)
         self.kv_cache: Optional[KVCache] = None
 
-    def forward(self, x, rope, mask, input_pos: "torch.Tensor | int | None" = None, kv_len: Optional[int] = None):
+    def forward(self, x, rope, mask, input_pos: "torch.Tensor | int | None" = None, kv_len: Optional[int] = None,
+                static: Optional[tuple] = None):
         """x: (B, S, dim). Without a cache (training) ``mask`` covers the S×S block;
         with one, the new keys are written at ``input_pos`` (S,) (an int: the first of S
         consecutive positions) and the queries attend to the cache's first ``kv_len``
         positions (None: all of it); ``mask`` is (B or 1, 1, S, that many), bool or an
-        additive float mask in the queries' dtype."""
+        additive float mask in the queries' dtype. ``static``: the compiled step's form
+        (``Transformer.static_step``): this layer's whole (key, value) caches passed in,
+        written at ``input_pos`` and attended to whole under the bool ``mask``."""
         b, s, _ = x.shape
         nh, nkv, hd = self.n_head, self.n_kv_head, self.head_dim
         # The Linears' weights are used directly (F.linear), here and in FeedForward: a module call
@@ -356,7 +375,12 @@ class Attention(nn.Module):
         q = qk[:, :, :nh].transpose(1, 2)
         k = qk[:, :, nh:].transpose(1, 2)
         v = qkv[..., (nh + nkv) * hd :].unflatten(-1, (nkv, hd)).transpose(1, 2)
-        if self.kv_cache is not None and input_pos is not None:
+        if static is not None:
+            k_cache, v_cache = static[0][:b], static[1][:b]
+            k_cache.index_copy_(2, input_pos, k.to(k_cache.dtype))
+            v_cache.index_copy_(2, input_pos, v.to(v_cache.dtype))
+            k, v = k_cache, v_cache
+        elif self.kv_cache is not None and input_pos is not None:
             k, v = self.kv_cache.update(input_pos, k, v)
             if kv_len is not None:
                 k, v = k[:, :, :kv_len], v[:, :, :kv_len]
@@ -365,7 +389,9 @@ class Attention(nn.Module):
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
         drop = self.attn_dropout_p if self.training else 0.0
-        if mask is None:
+        if static is not None:
+            out = masked_attention(q, k, v, mask)
+        elif mask is None:
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)
@@ -381,12 +407,12 @@ class TransformerBlock(nn.Module):
         self.attention_norm = RMSNorm(args.dim, args.norm_eps)
         self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
 
-    def forward(self, x, rope, mask, input_pos=None, kv_len=None):
+    def forward(self, x, rope, mask, input_pos=None, kv_len=None, static=None):
         if torch.is_grad_enabled():
-            h = x + self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len)
+            h = x + self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len, static)
             return h + self.feed_forward(self.ffn_norm(h))
         # without autograd the residual sums go into the branches' own outputs (a + x is x + a, bit for bit)
-        h = self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len).add_(x)
+        h = self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len, static).add_(x)
         return self.feed_forward(self.ffn_norm(h)).add_(h)
 
 
@@ -434,6 +460,9 @@ class Transformer(nn.Module):
         # otherwise convert the bool mask into at every layer of every step
         self.register_buffer("attn_bias", None, persistent=False)
         self.cache_batch = 0
+        # compiled fixed-shape decode steps (engine.compiled.StepGraphs), set by ImagePipeline.compile_steps;
+        # None: every step runs eagerly
+        self.step_graphs = None
         self.reset_parameters()
 
     # ---------------------------------------------------------------- init / misc
@@ -558,28 +587,46 @@ class Transformer(nn.Module):
         the cached stack; returns final (normed) hidden states (B, S, dim).
 
         A tensor ``input_pos`` (S,) attends over the whole cache: every shape is the
-        same at every step, as ``torch.compile`` / CUDA graphs want. An int is the
-        first of S consecutive positions, and attention then reads the cache only up
-        to the last of them — what eager decoding runs (the causal mask hides the
+        same at every step, as ``torch.compile`` / CUDA graphs want (``static_step``). An
+        int is the first of S consecutive positions, and attention then reads the cache
+        only up to the last of them — what eager decoding runs (the causal mask hides the
         rest anyway, and skipping it saves ~5-10 % of a 25-token verify on a CPU).
         """
         b, s = h.shape[:2]
-        kv_len = None
         if torch.is_tensor(input_pos):
-            mask = self.attn_mask[:b, :, input_pos]
-            rope = self.rope[input_pos]
-        else:  # slices (views) of the mask and the rotary table; the caches are written as slices too
-            kv_len = input_pos + s
-            bias = self.attn_bias
-            if bias.dtype == h.dtype:
-                mask = bias[:b, :, input_pos:kv_len, :kv_len]
-            else:  # attention wants a float mask in the queries' dtype
-                mask = self.attn_mask[:b, :, input_pos:kv_len, :kv_len]
-            rope = self.rope[input_pos:kv_len]
-        rope = rope_complex(rope)
+            return self._forward_static(h, input_pos, self.attn_mask[:b, :, input_pos], self.cache_tensors())
+        # slices (views) of the mask and the rotary table; the caches are written as slices too
+        kv_len = input_pos + s
+        bias = self.attn_bias
+        if bias.dtype == h.dtype:
+            mask = bias[:b, :, input_pos:kv_len, :kv_len]
+        else:  # attention wants a float mask in the queries' dtype
+            mask = self.attn_mask[:b, :, input_pos:kv_len, :kv_len]
+        rope = rope_complex(self.rope[input_pos:kv_len])
         for layer in self.layers:
             h = layer(h, rope, mask, input_pos, kv_len)
         return self.norm(h)
+
+    def cache_tensors(self) -> list:
+        """Every layer's (key cache, value cache), whole: what ``static_step`` is handed."""
+        return [(layer.attention.kv_cache.k_cache, layer.attention.kv_cache.v_cache) for layer in self.layers]
+
+    def _forward_static(self, h: torch.Tensor, input_pos: torch.Tensor, mask: torch.Tensor, caches) -> torch.Tensor:
+        """The fixed-shape stack: whole-cache attention under a bool ``mask`` (B, 1, S, L), the
+        rotation in real arithmetic (what ``torch.compile`` generates code for)."""
+        rope = self.rope[input_pos]
+        for layer, cache in zip(self.layers, caches):
+            h = layer(h, rope, mask, input_pos, None, cache)
+        return self.norm(h)
+
+    def static_step(self, tokens: torch.Tensor, input_pos: torch.Tensor, mask: torch.Tensor):
+        """The decode forward at fixed shapes, what ``engine.compiled.StepGraphs`` compiles: image
+        tokens (B, S) at sequence positions ``input_pos`` (S,), attending under ``mask`` (B, 1, S, L)
+        (rows of ``attn_mask``, passed in: a graph never holds a sequence's mask as a constant; it
+        may hold the weights, and it is bound to these KV caches) → (logits (B, S, V) fp32,
+        features (B, S, dim))."""
+        feats = self._forward_static(self.tok_embeddings(tokens), input_pos, mask, self.cache_tensors())
+        return self.output(feats).float(), feats
 
     @torch.no_grad()
     def prefill(self, cond: torch.Tensor):
@@ -597,5 +644,10 @@ class Transformer(nn.Module):
         never read, so "rolling back" to an accepted length just means calling
         ``step`` again from that index.
         """
+        graphs = self.step_graphs
+        if graphs is not None:
+            out = graphs.run(self, tokens, first_index)
+            if out is not None:
+                return out
         feats = self.forward_cached(self.tok_embeddings(tokens), self.cls_token_num + first_index)
         return self.output(feats).float(), feats

@@ -14,7 +14,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -22,7 +22,9 @@ import torch
 from .neighbours import ProximityTable
 from .decode import Decoding, DecodeStats, StepEvent
 from .drafters import Drafter, EagleDrafter, EagleHead, JacobiDrafter
+from . import compiled as _compiled
 from . import precision as _precision
+from .compiled import StepGraphs
 from .model import Transformer, fuse_feed_forwards
 from .settings import GenerationSettings, SettingsError
 from .text import Conditioner
@@ -138,6 +140,40 @@ class ImagePipeline:
         if self.eagle is not None:
             other.eagle = _precision.cast_transformer(copy.deepcopy(self.eagle), dtype)
         return other
+
+    def compile_steps(self, widths: Optional[Sequence[int]] = None, warm: bool = True,
+                      progress: Optional[Callable[[str], None]] = None) -> StepGraphs:
+        """Decode with compiled fixed-shape steps (engine/compiled.py): graphs for ``widths``
+        (default: 1 for vanilla decoding and the default window + 1 for a verify), compiled now
+        for the defaults' row count when ``warm`` (the studio and the bench pay the compile
+        before the first image), else on first use. Where compiling fails every step runs
+        eagerly and the graphs' ``note`` says why in one line (``progress`` hears it too)."""
+        if widths is None:
+            widths = (1, self.defaults.draft_length + 1)
+        graphs = _compiled.compile_steps(self.gpt, widths, progress)
+        if warm:
+            rows = 2 if self.defaults.sampling.uses_cfg else 1
+            _compiled.warm(self.gpt, (rows,))
+        return graphs
+
+    def decode_eagerly(self) -> None:
+        """Drop the compiled steps: every step runs eagerly again."""
+        self.gpt.step_graphs = None
+
+    def with_compiled_steps(self, widths: Optional[Sequence[int]] = None,
+                            progress: Optional[Callable[[str], None]] = None) -> "ImagePipeline":
+        """A pipeline sharing this one's tokenizer, conditioner and neighbour table, with its own
+        copy of the target decoding through compiled steps (``compile_steps``, warmed); this one
+        keeps decoding eagerly."""
+        other = copy.copy(self)
+        other.gpt = copy.deepcopy(self.gpt)  # the copy has no graphs (StepGraphs are never copied)
+        other.compile_steps(widths, warm=True, progress=progress)
+        return other
+
+    @property
+    def compiled(self) -> Optional[StepGraphs]:
+        """The compiled steps decoding uses, or None (eager)."""
+        return self.gpt.step_graphs
 
     @property
     def dtype(self) -> torch.dtype:

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ..engine.drafters import EagleHead
+from ..engine.model import rope_complex
 from ..engine.sampling import guided_logits
 from .common import cosine_lr
 
@@ -39,7 +40,7 @@ def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, ge
         inp = inp + ((torch.rand(inp.shape, generator=gen) - 0.5) * 2 * noise).to(inp.device, inp.dtype)
     s = inp.shape[1]
     p0 = gpt.cls_token_num
-    rope = gpt.rope[p0 : p0 + s]
+    rope = rope_complex(gpt.rope[p0 : p0 + s])
     pred = head(inp, gpt.tok_embeddings(idx[:, :s]), rope)  # causal (mask None)
     loss_f = F.smooth_l1_loss(pred, target_f)
     d_logits = gpt.output(pred).float()

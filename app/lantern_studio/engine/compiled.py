@@ -1,0 +1,140 @@
+"""Compiled decode steps: a Transformer's fixed-shape forward (``Transformer.static_step``)
+compiled by ``torch.compile`` for the few shapes a decode uses.
+
+Eager PyTorch pays Python and dispatch work for each of the ~25 small operations of every
+layer; on a CPU at batch 2 that is about half of a decode step. Compiled, the elementwise
+work of a layer becomes a few generated kernels and the step approaches its matrix products.
+
+Shapes are fixed so each graph compiles once: a step of ``w`` tokens runs in the smallest
+compiled width ``W >= w`` (``widths``: 1 for vanilla decoding, window + 1 for a speculative
+verify), padded at the back. Padding rows sit at the positions after the real ones
+(clamped to the last sequence position): their keys land where the causal mask hides them
+from every real query, and the next real token written there replaces them — what a
+rejected draft's keys already do — and their outputs are dropped. A width with no graph, or
+a machine where compiling fails, runs the eager step; the first failure is kept as one line
+(``note``) and no further compile is tried.
+
+Compiled and eager steps compute the same function; floating-point sums may be ordered
+differently, so in fp32 they agree to rounding (the same tokens for a seed, tests/engine)
+and in bf16 a sample near a tie may differ.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional, Sequence
+
+import torch
+
+
+class StepGraphs:
+    """Compiled ``static_step`` graphs of one Transformer, by (rows, width)."""
+
+    def __init__(self, widths: Sequence[int], say: Optional[Callable[[str], None]] = None):
+        ws = sorted({int(w) for w in widths})
+        if not ws or ws[0] < 1:
+            raise ValueError(f"compiled widths must be positive, got {list(widths)}")
+        self.widths = tuple(ws)
+        self.say = say or (lambda _msg: None)
+        self.note: Optional[str] = None  # why compiling failed (then every step runs eagerly)
+        self.compiled_calls = 0  # steps run by a compiled graph
+        self.eager_calls = 0  # steps this object passed back to the eager path
+        self.compile_seconds = 0.0
+        self._fn: Optional[Callable] = None
+        self._shapes: set = set()  # (rows, width, dtype) compiled so far
+        self._bound: Optional[tuple] = None  # the weights and caches the graphs were made for
+
+    def __deepcopy__(self, memo):  # a copied model (another precision) compiles its own graphs
+        return None
+
+    @property
+    def failed(self) -> bool:
+        return self.note is not None
+
+    def width_for(self, width: int) -> Optional[int]:
+        """The compiled width a step of ``width`` tokens runs in (None: none is wide enough)."""
+        return next((w for w in self.widths if w >= width), None)
+
+    def _fingerprint(self, gpt) -> tuple:
+        """What a graph is bound to: the weights (frozen into it) and the KV caches (guarded by identity)."""
+        w = gpt.output.weight
+        return (w.dtype, w.device, w.data_ptr(), id(gpt.layers[0].attention.kv_cache.k_cache))
+
+    def run(self, gpt, tokens: torch.Tensor, first_index: int):
+        """``Transformer.step``'s result from a compiled graph, or None: run it eagerly."""
+        if self.failed or torch.is_grad_enabled():
+            self.eager_calls += 1
+            return None
+        rows, w = tokens.shape
+        width = self.width_for(w)
+        if width is None:
+            self.eager_calls += 1
+            return None
+        if self._bound != self._fingerprint(gpt):  # new weights (a precision change) or caches: new graphs
+            if self._bound is not None:
+                self.say("the model's weights or caches changed: compiling its decode steps again")
+            self._fn, self._shapes, self._bound = None, set(), self._fingerprint(gpt)
+        last = gpt.seq_len - 1
+        first = gpt.cls_token_num + first_index
+        pos = torch.arange(first, first + width, device=tokens.device).clamp_(max=last)
+        # contiguous either way: a graph is specialised to its inputs' strides, and decodes feed row-expanded views
+        tokens = torch.cat([tokens, tokens[:, -1:].expand(rows, width - w)], dim=1) if width > w else tokens.contiguous()
+        mask = gpt.attn_mask[:rows, :, pos]
+        shape = (rows, width, gpt.output.weight.dtype)
+        try:
+            if self._fn is None:
+                _allow_recompiles()
+                self._fn = torch.compile(gpt.static_step, fullgraph=True, dynamic=False)
+            t = time.perf_counter()
+            if shape not in self._shapes:
+                self.say(f"compiling the decode step for {rows} row(s) × {width} token(s)…")
+            # freezing: the weights become constants of the graph, prepacked for the CPU's matrix kernels
+            # (a vanilla step ~2x faster than without). Set around every call, since a graph compiles on
+            # the call that needs it (passed as compile options it did not take effect here).
+            with torch._inductor.config.patch(freezing=True):
+                logits, feats = self._fn(tokens, pos, mask)
+            if shape not in self._shapes:
+                self._shapes.add(shape)
+                self.compile_seconds += time.perf_counter() - t
+        except Exception as exc:  # no C++ compiler, an unsupported backend …: eager from now on
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            self.note = f"compiled decoding unavailable, running eagerly ({type(exc).__name__}: {first_line[:160]})"
+            self.say(self.note)
+            self.eager_calls += 1
+            return None
+        self.compiled_calls += 1
+        return logits[:, :w], feats[:, :w]
+
+
+# Graphs of ``static_step`` share one code object, so every model, precision, row count and width is
+# one more entry under dynamo's per-code limit (8 by default), which a bench or a long studio session
+# passes: a larger one.
+RECOMPILE_LIMIT = 64
+
+
+def _allow_recompiles() -> None:
+    config = torch._dynamo.config  # loaded on first use: importing this module stays light
+    config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
+
+
+def compile_steps(gpt, widths: Sequence[int], say: Optional[Callable[[str], None]] = None) -> StepGraphs:
+    """Attach compiled steps of ``widths`` to ``gpt`` (replacing any); → the graphs. They
+    compile on first use; ``warm`` compiles them now."""
+    gpt.step_graphs = StepGraphs(widths, say)
+    return gpt.step_graphs
+
+
+def warm(gpt, rows_list: Sequence[int]) -> None:
+    """Compile every (rows, width) graph now, on a scratch sequence, so no real image pays for it:
+    under inference mode, as ``Decoding`` runs (a graph is specialised to it)."""
+    graphs: Optional[StepGraphs] = gpt.step_graphs
+    if graphs is None:
+        return
+    with torch.inference_mode():
+        for rows in rows_list:
+            gpt.start_sequence(rows)
+            for width in graphs.widths:
+                if graphs.failed:
+                    return
+                tokens = torch.zeros(rows, width, dtype=torch.long, device=gpt.rope.device)
+                gpt.step(tokens, 0)
