@@ -422,3 +422,27 @@ def test_the_window_is_picked_from_the_cost_curve_and_the_tokens_per_round():
     assert len(groups) == 1 and groups[0]["picks"]["bf16"]["window"] == 8
     assert groups[0]["picks"]["fp32"]["window"] == 24
     assert groups[0]["tokens_per_round"] == pytest.approx(tpr)
+
+
+def test_compile_adds_compiled_twins_that_say_they_ran_compiled(tiny_dir, tmp_path, monkeypatch, capsys):
+    """bench --compile: each chosen method gains a NAME-compiled twin whose forwards all ran a compiled
+    graph (compiled_share 1.0), the same decode as its eager twin, and the output says so per twin."""
+    monkeypatch.setenv("LANTERN_STUDIO_CACHE", str(tmp_path / "cache"))
+    rc = cli_main(["bench", "--model", str(tiny_dir), "--n", "1", "--quiet", "--threads", "1", "--no-pictures",
+                   "--methods", "exact-jacobi", "--precision", "fp32", "--compile", "--json", str(tmp_path / "r.json"),
+                   "--out", str(tmp_path / "out")])
+    stdout = capsys.readouterr().out
+    assert rc == 0, stdout
+    rows = {r["name"]: r for r in json.loads((tmp_path / "r.json").read_text())["methods"]}
+    assert {"vanilla-fp32-compiled", "exact-jacobi-compiled"} <= set(rows)
+    for name, r in rows.items():
+        assert set(r) == set(METHOD_FIELDS), name
+        assert r["compiled"] == name.endswith("-compiled")
+        if r["compiled"]:
+            assert r["compiled_share"] == 1.0 and r["compile_seconds"] > 0 and r["compiled_note"] is None
+            assert f"{name}: compiled steps used for 100% of forwards" in stdout
+            eager = rows[name.removesuffix("-compiled")]
+            assert r["tokens_per_image"] == eager["tokens_per_image"]
+        else:
+            assert r["compiled_share"] == 0.0 and r["compile_seconds"] is None
+    assert "vanilla decode step (fp32, compiled)" in stdout

@@ -85,6 +85,8 @@ def window_picks(methods: Sequence[dict], curves: Sequence[dict]) -> list:
         s = r.get("settings") or {}
         if s.get("drafter") != "jacobi" or not s.get("coupling", True) or not r.get("rounds_per_image"):
             continue
+        if r.get("compiled"):  # the curves are the eager step's; a compiled step costs another curve
+            continue
         key = (s.get("k"), s.get("delta"), s.get("delta_decay", 1.0), s.get("bound"), s.get("adaptive_delta"),
                r.get("precision"))
         groups.setdefault(key, []).append(r)

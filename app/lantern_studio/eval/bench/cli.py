@@ -20,7 +20,7 @@ from ...reports import machine_info
 from ...threads import configure_decode_threads
 from ..floor import step_vs_floor
 from ..width_cost import cost_curve, describe as describe_windows, window_picks
-from .methods import method_grid, select_methods
+from .methods import method_grid, select_methods, with_compiled_twins
 from .prompts import choose_prompts
 from .quality import _load_dataset_quietly, load_quality
 from .report import format_table, write_csv, write_json, write_pictures
@@ -63,6 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--measure-tv", action="store_true",
                    help="measure, exactly, each step's total variation from the target (TV mean / max columns; "
                         "slow for LANTERN with sampled drafts, so timings then include the measurement)")
+    p.add_argument("--compile", action="store_true",
+                   help="also run every chosen method with compiled decode steps (NAME-compiled; torch.compile, "
+                        "compiled once before timing): vanilla's compiled twin can be the reference")
     p.add_argument("--max-fidelity-drop", type=float, default=0.03,
                    help="default pick: largest allowed fidelity drop vs vanilla (fraction, default 0.03)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -94,8 +97,10 @@ def run(args: argparse.Namespace) -> int:
             vanilla_precisions.append(spec_precision)
         # Loaded in fp32: every precision's copy is cast from the most precise weights.
         pipe = load_pipeline(args.model, device=device, precision="fp32")
-        methods = select_methods(method_grid(pipe.drafters, pipe.vocab_size, quick=quick,
-                                             vanilla_precisions=vanilla_precisions), args.methods)
+        grid = method_grid(pipe.drafters, pipe.vocab_size, quick=quick, vanilla_precisions=vanilla_precisions)
+        methods = select_methods(grid, args.methods)
+        if args.compile:
+            methods = with_compiled_twins(methods)
         if args.list_methods:
             for m in methods:
                 print(f"{m.name:32s} {m.label}")
@@ -147,8 +152,12 @@ def run(args: argparse.Namespace) -> int:
     report["model"] = {"name": pipe.name, "folder": str(folder) if folder is not None else None,
                        "vocab_size": pipe.vocab_size, "grid": pipe.grid, "drafters": list(pipe.drafters),
                        "defaults": pipe.defaults.to_dict()}
-    report["step_floor"] = [{"precision": p, **step_vs_floor(pipe.with_precision(p), prompts[0])}
+    report["step_floor"] = [{"precision": p, "compiled": False, **step_vs_floor(pipe.with_precision(p), prompts[0])}
                             for p in vanilla_precisions]
+    if args.compile:  # the compiled vanilla step against the same floor
+        report["step_floor"] += [{"precision": p, "compiled": True,
+                                  **step_vs_floor(pipe.with_precision(p).with_compiled_steps((1,)), prompts[0])}
+                                 for p in vanilla_precisions]
     report["width_cost"] = [{"precision": p, "curve": cost_curve(pipe.with_precision(p), prompts[0])}
                             for p in vanilla_precisions]
     report["window_picks"] = window_picks(report["methods"], report["width_cost"])
@@ -188,10 +197,16 @@ def run(args: argparse.Namespace) -> int:
           f"load average {report['load_average']['start']} → {report['load_average']['end']}")
     print(format_table(report))
     for sf in report["step_floor"]:
-        print(f"vanilla decode step ({sf['precision']}) {sf['step_ms']:.2f} ms vs matmul-only floor "
+        how = ", compiled" if sf.get("compiled") else ""
+        print(f"vanilla decode step ({sf['precision']}{how}) {sf['step_ms']:.2f} ms vs matmul-only floor "
               f"{sf['floor_ms']:.2f} ms ({sf['ratio']:.2f}×; {sf['rows']} CFG rows, {sf['threads']} threads)")
     for line in describe_windows(report["width_cost"], report["window_picks"]):
         print(line)
+    for r in report["methods"]:
+        if r.get("compiled"):
+            used = r.get("compiled_share")
+            print(f"{r['name']}: compiled steps {'used for ' + format(used, '.0%') + ' of forwards' if used is not None else 'not used'}"
+                  f" (compiled in {r.get('compile_seconds') or 0:.1f} s{'; ' + r['compiled_note'] if r.get('compiled_note') else ''})")
     for note in report["notes"]:
         print(f"note: {note}")
     for kind, path in files.items():

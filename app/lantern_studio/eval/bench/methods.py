@@ -4,7 +4,7 @@ the default grid (:func:`method_grid`) and ``--methods`` selection."""
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from .schema import BenchError
@@ -50,9 +50,13 @@ class Method:
     adaptive: bool = False  # entropy-adaptive δ
     measure_tv: bool = False  # measure each step's TV from the target (bench --measure-tv)
     decay: float = 1.0  # δ tightening along the draft (GenerationSettings.delta_decay)
+    compiled: bool = False  # decode steps run as compiled fixed-shape graphs (engine/compiled.py)
 
     @property
     def label(self) -> str:
+        return self._label() + (" [compiled]" if self.compiled else "")
+
+    def _label(self) -> str:
         if self.family == "vanilla":
             return "vanilla AR" + (f" ({self.precision})" if self.precision else "")
         window = "" if self.draft_length is None else f", window {self.draft_length}"
@@ -72,7 +76,7 @@ class Method:
     def key(self) -> tuple:
         """What the engine sees (two names with the same key are the same run)."""
         return (self.drafter, self.k, self.delta, self.lam, self.precision, self.coupling, self.draft_length,
-                self.bound, self.adaptive, self.decay)
+                self.bound, self.adaptive, self.decay, self.compiled)
 
     def settings(self, base, seed: int):
         s = base.with_(seed=int(seed), drafter=self.drafter, k=self.k, delta=self.delta, lam=self.lam,
@@ -140,6 +144,20 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
             seen.add(m.key())
             unique.append(m)
     return unique
+
+
+COMPILED_SUFFIX = "-compiled"
+
+
+def with_compiled_twins(methods: Sequence[Method]) -> list[Method]:
+    """Each method followed by its compiled twin (``NAME-compiled``): the same decode with compiled
+    steps, so one run times both paths on the same prompts and seeds (bench --compile)."""
+    out = []
+    for m in methods:
+        out.append(m)
+        if not m.compiled:
+            out.append(replace(m, name=m.name + COMPILED_SUFFIX, compiled=True))
+    return out
 
 
 def select_methods(methods: Sequence[Method], patterns: Optional[Sequence[str]]) -> list[Method]:

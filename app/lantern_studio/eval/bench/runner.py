@@ -39,13 +39,20 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
         methods = vanilla_methods((pipe.precision,)) + methods
     methods = [m for m in methods if m.family == "vanilla"] + [m for m in methods if m.family != "vanilla"]
     default_precision = precision or pipe.precision
-    variants: dict[str, Any] = {}
+    variants: dict[tuple, Any] = {}
+    tick = on_progress or (lambda _msg: None)
 
     def pipe_for(m: Method):
         prec = m.precision or default_precision
-        if prec not in variants:
-            variants[prec] = pipe.with_precision(prec)
-        return variants[prec]
+        key = (prec, m.compiled)
+        if key not in variants:
+            if m.compiled:  # its own copy of the target, compiled for every width its methods verify
+                widths = {1} | {(x.draft_length or pipe.defaults.draft_length) + 1
+                                for x in methods if x.compiled and x.drafter != "none"}
+                variants[key] = pipe_for(replace(m, compiled=False)).with_compiled_steps(sorted(widths), tick)
+            else:
+                variants[key] = pipe.with_precision(prec)
+        return variants[key]
 
     prompts = list(prompts)
     if not prompts:
@@ -53,7 +60,6 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
     seeds = [int(seed) + i for i in range(len(prompts))]
     order: list[dict] = []
     samples: dict[str, list[Sample]] = {m.name: [] for m in methods}
-    tick = on_progress or (lambda _msg: None)
     load_start = _loadavg()
     t_start = time.perf_counter()
 
@@ -78,6 +84,12 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
         r["precision"] = m.precision or default_precision
         r["reference"] = m is ref
         r["draft_length"] = (r.get("settings") or {}).get("draft_length")
+        r["compiled"] = m.compiled
+        # with compiled_share (whether the compiled path was actually used): what compiling it cost, and why
+        # it failed when it did
+        graphs = pipe_for(m).compiled if m.compiled else None
+        r["compile_seconds"] = graphs.compile_seconds if graphs is not None else None
+        r["compiled_note"] = graphs.note if graphs is not None else None
     v_fid = reference_of(results)["prompt_fidelity"]
     for r in results:
         r["fidelity_delta"] = (r["prompt_fidelity"] - v_fid) if (r["prompt_fidelity"] is not None and v_fid is not None) else None

@@ -20,6 +20,7 @@ METHOD_FIELDS = (
     "rounds_per_image", "forward_ms_per_round", "overhead_ms_per_round",
     "prompt_fidelity", "fidelity_delta", "frechet_distance", "identity_top1", "identity_top5",
     "tv_budget_per_image", "step_tv_mean", "step_tv_max",
+    "compiled", "compiled_share", "compile_seconds", "compiled_note",
     "per_prompt",
 )
 #: Fields of each ``per_prompt`` row.

@@ -43,6 +43,8 @@ def speed_fields(stats: Sequence[dict], secs, dsecs, ratios, dratios) -> dict:
         "tokens_per_image": tokens / n if n else None,
         "target_forwards_per_image": fwd / n if n else None,
         "drafter_forwards_per_image": total("drafter_forwards") / n if n else None,
+        # the share of forwards after the prefill that ran a compiled graph (engine/compiled.py)
+        "compiled_share": _ratio(total("compiled_forwards"), total("target_forwards")) if total("target_forwards") else None,
         "mean_accepted_length": tokens / fwd if fwd else None,
         "acceptance_rate": _ratio(total("accepted"), total("drafted")) if total("drafted") else None,
         "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
