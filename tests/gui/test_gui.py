@@ -598,3 +598,20 @@ def test_polish_glyphs_focus_rings_icons_and_tooltips(qtbot, tiny):
     # the facts line: its tooltip holds all of it and says what each part means
     tip = c.model_facts.toolTip()
     assert tip.startswith(c.model_facts.text()) and "tokens:" in tip and len(tip) > len(c.model_facts.text()) + 40
+
+
+def test_compiled_decoding_is_a_remembered_choice_the_engine_follows(qtbot, tiny):
+    """Generate ▸ Compiled decoding: the loaded model compiles (the status line says so), its next
+    image's forwards all run compiled, the choice is saved, and unticking goes back to eager."""
+    w = open_window(qtbot, tiny)
+    assert w.model_info.steps == "eager" and not w.compiled_action.isChecked()
+    w.compiled_action.trigger()
+    qtbot.waitUntil(lambda: w.model_info.steps != "eager", timeout=4 * WAIT)  # a real compile: seconds
+    assert w.model_info.steps == "compiled" and "compiled" in w.status_model.text()
+    assert w.prefs.get_json("compiled_decoding") is True
+    _, r = run_job(qtbot, w)
+    assert r.stats["compiled_forwards"] == r.stats["target_forwards"] > 0
+    w.compiled_action.trigger()
+    qtbot.waitUntil(lambda: w.model_info.steps == "eager", timeout=WAIT)
+    _, r = run_job(qtbot, w)
+    assert r.stats["compiled_forwards"] == 0 and w.prefs.get_json("compiled_decoding") is False

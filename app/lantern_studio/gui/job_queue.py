@@ -26,6 +26,7 @@ class JobQueue(QObject):
     # requests to the worker (queued → run in the worker thread)
     _run_requested = Signal(object)
     _load_requested = Signal(object)
+    _compiled_requested = Signal(bool)
 
     # re-emitted for the window, in the GUI thread
     queue_changed = Signal()
@@ -51,6 +52,7 @@ class JobQueue(QObject):
         self.worker.moveToThread(self.thread)
         self._run_requested.connect(self.worker.run_job, Q)
         self._load_requested.connect(self.worker.load_model, Q)
+        self._compiled_requested.connect(self.worker.set_compiled, Q)
         w = self.worker
         # Every answer reaches the window unchanged, as this object's signal in the GUI thread. Queued
         # slots run in the order they were connected: the loading stage is noted before the window
@@ -72,6 +74,11 @@ class JobQueue(QObject):
     def load_model(self, spec: Optional[str]) -> None:
         self.model_spec = spec
         self._load_requested.emit(spec)
+
+    def set_compiled(self, on: bool) -> None:
+        """Decode through compiled steps (or not): applied by the worker between jobs, before any
+        load asked for after this call."""
+        self._compiled_requested.emit(bool(on))
 
     def submit(self, prompt: str, settings: GenerationSettings, role: str = "single",
                group: Optional[int] = None) -> Job:

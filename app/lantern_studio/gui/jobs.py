@@ -68,6 +68,8 @@ class ModelInfo:
     styles: tuple = ()
     default_style: str = ""
     style_previews: Optional[dict] = None  # style → preview PNG path
+    # how decode steps run: "eager", "compiled", or why compiling failed (then they run eagerly)
+    steps: str = "eager"
 
 
 @dataclass

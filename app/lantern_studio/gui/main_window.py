@@ -49,6 +49,10 @@ from .storage import Preferences, app_data_dir
 MAX_RECENT_MODELS = 8
 HISTORY_MIN_HEIGHT = 104  # the history strip's search row and one row of whole thumbnails
 _groups = itertools.count(1)
+# Generate ▸ Compiled decoding, until a person sets it: off, since the compile costs ~10-25 s at each model
+# load on a CPU (seconds once the compiler's disk cache holds it) and needs a C++ compiler
+COMPILED_DECODING_DEFAULT = False
+
 _orphans: list = []  # job queues whose worker was still inside a model load at close: never destroyed
 
 
@@ -88,6 +92,13 @@ class MainWindow(QMainWindow):
         self.jobs.load_model(self.model_spec)
         if self.store.notices:  # a damaged history was repaired at opening: say what happened
             self.show_error("\n".join(self.store.notices), topic="history", level="warning")
+
+    def set_compiled_decoding(self, on: bool) -> None:
+        """Generate ▸ Compiled decoding: remembered, and applied to the loaded model between jobs."""
+        self.prefs.set_json("compiled_decoding", bool(on))
+        self.jobs.set_compiled(bool(on))
+        if on:
+            self.statusBar().showMessage("Compiling the decode steps for this model (once)…", 6000)
 
     def show_about(self) -> None:
         show_about(self)
@@ -200,6 +211,9 @@ class MainWindow(QMainWindow):
         self._action(g, "Compare with vanilla", self.compare, ["Ctrl+Shift+Return"])
         self.cancel_action = self._action(g, "Cancel", self.cancel, ["Esc"])
         self._action(g, "Cancel all", self.cancel_all, ["Shift+Esc"])
+        g.addSeparator()
+        self.compiled_action = self._action(g, "Compiled decoding (faster steps; compiles once per model)",
+                                            self.set_compiled_decoding, checkable=True)
         v = mb.addMenu("&View")
         self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)
         self._action(v, "Clear trade-off chart", self.chart.clear)
@@ -255,6 +269,9 @@ class MainWindow(QMainWindow):
             if early is not None:
                 self.controls.set_settings(early)
         self._refresh_model_choices()
+        compiled = bool(p.get_json("compiled_decoding", COMPILED_DECODING_DEFAULT))
+        self.compiled_action.setChecked(compiled)
+        self.jobs.set_compiled(compiled)  # before the model load asked for next: it compiles as it loads
         self.canvas.set_zoom(p.get_json("zoom", "fit"))
         self.canvas.set_overlay(bool(p.get_json("overlay", False)))
         self.export_bar.set_choice(p.get_json("export_factor", 1) or 1, p.get_json("export_method", "nearest"))
@@ -397,10 +414,14 @@ class MainWindow(QMainWindow):
             self.chart.clear()
         self.chart.set_quality_available(info.has_score)
         self.setWindowTitle(info.name)  # Qt appends the application's display name: "emoji-64 — Lantern Studio"
+        steps = {"eager": "", "compiled": " · compiled"}.get(info.steps, " · eager (compiling failed)")
         self.status_model.setText(f"{info.name} · {info.grid}×{info.grid} tokens · V={info.vocab_size} · "
-                                  f"{info.precision}")
+                                  f"{info.precision}{steps}")
+        why = "" if info.steps in ("eager", "compiled") else f"\n{info.steps}"
         self.status_model.setToolTip(f"Weights and KV caches in {info.precision} (chosen automatically: bf16 where "
-                                     "the CPU or GPU multiplies bf16 natively, fp32 elsewhere)")
+                                     "the CPU or GPU multiplies bf16 natively, fp32 elsewhere); decode steps "
+                                     f"{'compiled' if info.steps == 'compiled' else 'eager'} "
+                                     f"(Generate ▸ Compiled decoding){why}")
         self.statusBar().showMessage(f"Model {info.name} ready", 4000)
         if self._banner_topic == "model":
             self.banner.dismiss()

@@ -47,6 +47,13 @@ def _snaps(pipe) -> bool:
     return hasattr(pipe.conditioner, "identities") and hasattr(pipe.conditioner, "match")
 
 
+def _steps(pipe) -> str:
+    graphs = pipe.compiled
+    if graphs is None:
+        return "eager"
+    return graphs.note or "compiled"
+
+
 def _style_previews(pipe) -> Optional[dict]:
     folder = pipe.source.folder
     if folder is None:
@@ -73,6 +80,7 @@ class Worker(QObject):
         self._loaded_spec = object()  # sentinel: nothing loaded
         self.max_fps = MAX_FPS
         self.warm = True  # warm the text encoder, neighbour table and decode path before saying ready
+        self.compiled = False  # decode through compiled steps (engine/compiled.py), compiled at load
         self._threads_set = False
 
     # ------------------------------------------------------------------ model
@@ -88,6 +96,8 @@ class Worker(QObject):
         if self.warm:
             # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
             pipe.warm_up(lambda message: self.model_status.emit(spec, message))
+        if self.compiled:
+            pipe.compile_steps(progress=lambda message: self.model_status.emit(spec, message))
         self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
         self.model_ready.emit(self.info())
         return pipe
@@ -100,7 +110,28 @@ class Worker(QObject):
                          p.scorer is not None, str(folder) if folder is not None else None,
                          p.precision, _class_names(p), p.conditioner.match if snaps else None,
                          tuple(p.conditioner.styles) if snaps else (),
-                         p.conditioner.default_style if snaps else "", _style_previews(p) if snaps else None)
+                         p.conditioner.default_style if snaps else "", _style_previews(p) if snaps else None,
+                         _steps(p))
+
+    @Slot(bool)
+    def set_compiled(self, on: bool):
+        """Compiled decode steps on or off; a loaded model is compiled now (or goes back to eager)
+        and announced again, so the status line says how it decodes."""
+        self.compiled = bool(on)
+        p = self.pipeline
+        if p is None or (p.compiled is not None) == self.compiled:
+            return
+        try:
+            if self.compiled:
+                p.compile_steps(progress=lambda message: self.model_status.emit(self.spec, message))
+            else:
+                p.decode_eagerly()
+        except Exception as e:  # noqa: BLE001 - compiling falls back to eager inside; anything else is a banner
+            traceback.print_exc(file=sys.stderr)
+            p.decode_eagerly()
+            self.model_failed.emit(self.spec, f"compiled decoding failed: {e}")
+            return
+        self.model_ready.emit(self.info())
 
     @Slot(object)
     def load_model(self, spec):
