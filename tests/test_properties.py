@@ -10,9 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -2,7 +2,6 @@
 tiny model, and its mutants caught; entropy-adaptive δ; the new settings and flags."""
 
 import argparse
-import itertools
 
 import numpy as np
 import pytest

@@ -3,7 +3,6 @@ bad rows skipped, temp files of killed writes swept, orphan PNGs re-linked."""
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
