@@ -10,6 +10,7 @@ from lantern_studio.engine.decode import generate_tokens
 from lantern_studio.engine.drafters import JacobiDrafter
 from lantern_studio.engine.neighbours import ProximityTable
 from lantern_studio.engine.settings import GenerationSettings
+from support.compiler import needs_cxx
 from support.tiny import caption, tiny_gpt
 
 WINDOW = 4
@@ -30,6 +31,7 @@ def _runs(gpt, cond, mask, table, cfgs):
 
 # Each graph compiles in ~10-20 s on a 2-core CPU: CI compiles the class model's two CFG shapes; the
 # caption model (padding in its mask) and the one-row graphs are behind -m slow.
+@needs_cxx
 @pytest.mark.parametrize("model_type,cfgs", [("c2i", (2.0,)),
                                              pytest.param("t2i", (2.0, 1.0), marks=pytest.mark.slow)])
 def test_compiled_steps_give_the_eager_tokens_and_are_used(model_type, cfgs):
@@ -77,6 +79,7 @@ def test_a_width_without_a_graph_runs_eagerly_and_a_failed_compile_says_so_once(
     assert said == [graphs.note] and "no C++ compiler found" in graphs.note and "\n" not in graphs.note
 
 
+@needs_cxx
 def test_padding_never_reaches_a_real_query():
     """A verify padded to a wider graph returns the eager logits of its real rows, at the start,
     the middle and the last positions of the sequence (where the padding is clamped)."""

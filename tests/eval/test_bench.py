@@ -20,6 +20,7 @@ from lantern_studio.eval.bench import METHOD_FIELDS, PER_PROMPT_FIELDS, Method, 
 from lantern_studio.eval.plots import pareto_front
 from lantern_studio.models import load_pipeline
 from lantern_studio.models.tiny import build_tiny_model_dir
+from support.compiler import needs_cxx
 
 from lantern_studio.engine.precision import native_bf16
 from lantern_studio.engine.settings import GenerationSettings
@@ -424,6 +425,7 @@ def test_the_window_is_picked_from_the_cost_curve_and_the_tokens_per_round():
     assert groups[0]["tokens_per_round"] == pytest.approx(tpr)
 
 
+@needs_cxx
 def test_compile_adds_compiled_twins_that_say_they_ran_compiled(tiny_dir, tmp_path, monkeypatch, capsys):
     """bench --compile: each chosen method gains a NAME-compiled twin whose forwards all ran a compiled
     graph (compiled_share 1.0), the same decode as its eager twin, and the output says so per twin."""

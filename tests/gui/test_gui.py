@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
+from support.compiler import needs_cxx  # noqa: E402
 from support.studio import WAIT, on_steps, open_window, record_started, run_job  # noqa: E402
 
 @pytest.fixture(scope="module")
@@ -600,6 +601,7 @@ def test_polish_glyphs_focus_rings_icons_and_tooltips(qtbot, tiny):
     assert tip.startswith(c.model_facts.text()) and "tokens:" in tip and len(tip) > len(c.model_facts.text()) + 40
 
 
+@needs_cxx
 def test_compiled_decoding_is_a_remembered_choice_the_engine_follows(qtbot, tiny):
     """Generate ▸ Compiled decoding: the loaded model compiles (the status line says so), its next
     image's forwards all run compiled, the choice is saved, and unticking goes back to eager."""
