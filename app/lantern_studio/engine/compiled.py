@@ -41,7 +41,7 @@ class StepGraphs:
         self.eager_calls = 0  # steps this object passed back to the eager path
         self.compile_seconds = 0.0
         self._fn: Optional[Callable] = None
-        self._shapes: set = set()  # (rows, width, dtype) compiled so far
+        self._shapes: set = set()  # (rows, width) compiled so far
         self._bound: Optional[tuple] = None  # the weights and caches the graphs were made for
 
     def __deepcopy__(self, memo):  # a copied model (another precision) compiles its own graphs
@@ -80,7 +80,7 @@ class StepGraphs:
         # contiguous either way: a graph is specialised to its inputs' strides, and decodes feed row-expanded views
         tokens = torch.cat([tokens, tokens[:, -1:].expand(rows, width - w)], dim=1) if width > w else tokens.contiguous()
         mask = gpt.attn_mask[:rows, :, pos]
-        shape = (rows, width, gpt.output.weight.dtype)
+        shape = (rows, width)  # the weights' dtype is part of _bound: a new one starts new graphs
         try:
             if self._fn is None:
                 _allow_recompiles()
