@@ -148,52 +148,93 @@ def test_cuda_devices_are_listed(monkeypatch, capsys):
     assert "cuda:0" in text and "NVIDIA Fake 80GB, 80.0 GB, sm 9.0" in text
 
 
-def test_main_command_names_missing_qt_libraries_instead_of_aborting(monkeypatch, capsys):
-    """On a desktop without Qt's xcb libraries, the studio command prints the apt line and exits 1
-    (Qt itself would abort the process)."""
-    import sys
+MISSING = ["libxcb-icccm.so.4", "libxcb-keysyms.so.1"]
 
-    from lantern_studio import doctor
-    from lantern_studio.cli import main
 
-    if not sys.platform.startswith("linux"):
-        pytest.skip("the xcb check is Linux-only")
-    monkeypatch.setenv("DISPLAY", ":99")
-    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
-    monkeypatch.setattr(doctor, "_missing_libraries", lambda path: ["libxcb-cursor.so.0"])
+def _studio_on(monkeypatch, capsys, tmp_path, display: str, missing: list) -> tuple:
+    """The studio command in-process on ``DISPLAY=display`` with the xcb plugin's libraries stated (``missing``
+    stands in for ldd's answer): → (rc, stderr lines). The GUI must not start and nothing may be written."""
     import lantern_studio.gui.app as gui_app
 
+    monkeypatch.setenv("DISPLAY", display)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.setattr(doctor, "_missing_libraries", lambda path: list(missing))
     monkeypatch.setattr(gui_app, "main", lambda **kw: pytest.fail("the GUI must not start"))
-    assert main([]) == 1
-    err = capsys.readouterr().err
-    assert "libxcb-cursor.so.0" in err and "apt-get install libxcb-cursor0" in err and err.count("\n") == 1
+    monkeypatch.chdir(tmp_path)
+    rc = main([])
+    assert list(tmp_path.iterdir()) == []  # no window, no sample: nothing written
+    return rc, capsys.readouterr().err.splitlines()
+
+
+@pytest.fixture
+def _linux_only():
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the xcb and X display checks are Linux-only")
+
+
+@pytest.fixture
+def no_x_on_99(_linux_only):
+    if doctor.x_display_unreachable({"DISPLAY": ":99"}) != ":99":
+        pytest.skip("something answers on display :99 here")
+
+
+@pytest.mark.parametrize("missing", [[], MISSING], ids=["libraries present", "libraries missing"])
+def test_the_studio_command_names_every_start_up_problem_in_order(monkeypatch, tmp_path, capsys, no_x_on_99,
+                                                                  missing):
+    """DISPLAY=:99 with no X server there, with and without the xcb plugin's system libraries: every problem
+    that applies, one line each, the display first and the libraries second, then exit 1 before Qt starts
+    (the library line used to come alone and hide the display's)."""
+    rc, lines = _studio_on(monkeypatch, capsys, tmp_path, ":99", missing)
+    assert rc == 1
+    assert len(lines) == 1 + bool(missing), lines
+    assert lines[0].startswith("lantern-studio: ") and "DISPLAY=:99 cannot be reached" in lines[0]
+    assert "missing" not in lines[0]
+    if missing:
+        assert lines[1].startswith("lantern-studio: ") and "needs system libraries that are missing" in lines[1]
+        assert all(lib in lines[1] for lib in MISSING) and "apt-get install libxcb-cursor0" in lines[1]
+
+
+def test_missing_qt_libraries_alone_are_named_in_one_line(monkeypatch, tmp_path, capsys, _linux_only):
+    """A display that answers (a listening socket on loopback stands in for an X server) but no xcb libraries:
+    the library line alone, with the apt line, and exit 1 (Qt itself would abort the process)."""
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        if port < 6000:
+            pytest.skip("the free port is below X's range")
+        rc, lines = _studio_on(monkeypatch, capsys, tmp_path, f"127.0.0.1:{port - 6000}", ["libxcb-cursor.so.0"])
+    assert rc == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("lantern-studio: ") and "libxcb-cursor.so.0" in lines[0]
+    assert "apt-get install libxcb-cursor0" in lines[0]
     # with the libraries present, or on another platform plugin, nothing is said
     monkeypatch.setattr(doctor, "_missing_libraries", lambda path: [])
     assert doctor.qt_platform_problem() is None
     assert doctor.qt_platform_problem({"DISPLAY": ":99", "QT_QPA_PLATFORM": "offscreen"}) is None
 
 
-def test_an_unreachable_display_is_named_in_one_line_and_exits_1(tmp_path):
+def test_an_unreachable_display_is_named_in_one_line_and_exits_1(tmp_path, no_x_on_99):
     """DISPLAY=:99 with no X server there: Qt would abort (rc 134) advising to reinstall xcb-cursor; instead the
-    studio command (a real subprocess) names the display and what to do in one line and exits 1, before Qt."""
+    studio command (a real subprocess) names the display and what to do in its first line and exits 1, before
+    Qt. Whatever system libraries this machine has: where the xcb plugin misses some, one more line says which."""
     import socket
     import subprocess
     import sys
 
-    from lantern_studio import doctor
-
-    if not sys.platform.startswith("linux"):
-        pytest.skip("X display sockets are a Linux matter here")
     env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["DISPLAY"] = ":99"
-    if doctor.x_display_unreachable(env) != ":99":
-        pytest.skip("something answers on display :99 here")
     done = subprocess.run([sys.executable, "-m", "lantern_studio", "gui"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "DISPLAY=:99 cannot be reached" in lines[0] and "xcb-cursor" not in lines[0]
+    assert 1 <= len(lines) <= 2 and all(line.startswith("lantern-studio: ") for line in lines), lines
+    assert "DISPLAY=:99 cannot be reached" in lines[0] and "xcb-cursor" not in lines[0]
+    assert all("needs system libraries that are missing" in line for line in lines[1:]), lines
     assert list(tmp_path.iterdir()) == []  # no window, no sample: nothing written
     # a display that answers is reachable: a listening socket on loopback stands in for an X server
     with socket.socket() as server:

@@ -133,15 +133,30 @@ def _free_name(stem: str) -> Path:
     return p
 
 
+def start_problems() -> list:
+    """Every reason the studio window cannot open here, in a fixed order, one line each (empty: none).
+
+    First a named display nobody answers on (Qt would abort with rc 134), then the X11 plugin's missing
+    system libraries (Qt would abort with advice about plugins): each is fixed separately, so a user who
+    fixes one must not meet the other only on the next try."""
+    if not _display_available():
+        return []
+    problems = []
+    unreachable = x_display_unreachable()
+    if unreachable:
+        problems.append(f"the display DISPLAY={unreachable} cannot be reached (no X server answers there): "
+                        "start it, or unset DISPLAY to make a sample image from the command line instead")
+    libraries = qt_platform_problem()
+    if libraries:
+        problems.append(libraries)
+    return problems
+
+
 def cmd_gui(args) -> int:
-    problem = qt_platform_problem() if _display_available() else None
-    if problem:  # Qt would abort the process with a message about plugins; say what to install instead
-        print(f"lantern-studio: {problem}", file=sys.stderr)
-        return 1
-    unreachable = x_display_unreachable() if _display_available() else None
-    if unreachable:  # a display was named but nobody answers: say which, and stop (Qt would abort with rc 134)
-        print(f"lantern-studio: the display DISPLAY={unreachable} cannot be reached (no X server answers there): "
-              "start it, or unset DISPLAY to make a sample image from the command line instead", file=sys.stderr)
+    problems = start_problems()
+    if problems:  # say what to fix instead of letting Qt abort the process
+        for problem in problems:
+            print(f"lantern-studio: {problem}", file=sys.stderr)
         return 1
     if not _display_available():
         out = _free_name("lantern-sample")
