@@ -41,7 +41,7 @@ from .history_store import Entry, HistoryStore
 from .job_queue import JobQueue
 from .jobs import Frame, Job, JobResult, ModelInfo
 from .queue_view import QueueView
-from .replay import recording_of
+from .replay import ReplayError, recording_of
 from .replay_bar import ReplayBar
 from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
@@ -235,6 +235,7 @@ class MainWindow(QMainWindow):
         self.gallery.entry_activated.connect(self.restore_entry)
         self.chart.point_chosen.connect(self.load_point)
         self.replay.step_shown.connect(self._replay_step)
+        self.stats.replay_failed.connect(lambda text: self.show_error(text, topic="history"))
         q = self.jobs
         q.queue_changed.connect(self._queue_changed)
         q.model_loading.connect(self._model_loading)
@@ -558,7 +559,12 @@ class MainWindow(QMainWindow):
         rec = self.replay.recording
         if rec is None or self.finished_image is None or self.jobs.current is not None:
             return
-        frame = rec.frame(step, self.finished_image, self.replay.decisions)
+        try:
+            frame = rec.frame(step, self.finished_image, self.replay.decisions)
+        except ReplayError as err:  # a record or a PNG from elsewhere that does not fit its replay
+            self.replay.load(None, None)
+            self.show_error(f"This image's replay cannot be shown: {err}", topic="history")
+            return
         self.canvas.show_frame(frame)
         self.stats.update_live(frame, fidelity.of_record(self.finished_record or {}))
         self._canvas_finished = frame.final

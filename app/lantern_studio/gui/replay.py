@@ -15,6 +15,7 @@ the model; the token grid and the decision overlay are exact either way).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -66,21 +67,56 @@ class Recording:
         """The last step finished by ``seconds`` into the decode (-1: none yet)."""
         return int(np.searchsorted(np.asarray(self.elapsed), seconds, side="right")) - 1
 
+    @property
+    def grid(self) -> int:
+        """Tokens per side of the square image grid (``from_dict`` accepts square totals only)."""
+        return math.isqrt(self.total) if self.total > 0 else 0
+
+    def _decisions(self, decisions) -> np.ndarray:
+        """The final decisions as one flat array of ``total`` entries, or ReplayError."""
+        try:
+            flat = np.asarray(decisions, dtype=np.uint8).reshape(-1)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ReplayError(f"the decisions are not a grid of numbers ({type(e).__name__}: {e})") from None
+        if flat.size != self.total:
+            raise ReplayError(f"the replay has {self.total} tokens but the image's decisions {flat.size}")
+        return flat
+
+    def _image(self, image) -> np.ndarray:
+        """A copy of the final picture, or ReplayError when it is not a square RGB image the grid divides."""
+        grid = self.grid
+        if grid * grid != self.total:
+            raise ReplayError(f"the replay's {self.total} tokens are not a square grid")
+        try:
+            img = np.array(image, dtype=np.uint8, copy=True)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ReplayError(f"the image is not an array of pixels ({type(e).__name__}: {e})") from None
+        if img.ndim != 3 or img.shape[2] != 3 or img.shape[0] != img.shape[1] or img.shape[0] < grid \
+                or img.shape[0] % grid:
+            raise ReplayError(f"the image ({' × '.join(map(str, img.shape))}) does not fit the replay's "
+                              f"{grid} × {grid} token grid")
+        return img
+
     def decisions_at(self, step: int, decisions: np.ndarray) -> np.ndarray:
-        """The decision grid as it stood after ``step`` (-1: before the first)."""
+        """The decision grid as it stood after ``step`` (-1: before the first); ReplayError when the
+        decisions do not fit the recording."""
+        flat = self._decisions(decisions)
         out = np.full(self.total, UNFILLED, dtype=np.uint8)
         n = self.fixed[step] if 0 <= step < self.steps else (0 if step < 0 else self.total)
         idx = np.asarray(self.order[:n], dtype=np.int64)
-        out[idx] = np.asarray(decisions, dtype=np.uint8)[idx]
+        if idx.size and (idx.min() < 0 or idx.max() >= self.total):
+            raise ReplayError("the replay names a position outside its token grid")
+        out[idx] = flat[idx]
         return out
 
     def frame(self, step: int, image: np.ndarray, decisions: np.ndarray, job_id: int = -1) -> Frame:
-        """The canvas frame after ``step``, built from the final image and decisions."""
+        """The canvas frame after ``step``, built from the final image and decisions; ReplayError (never
+        another error) when the image or the decisions do not fit the recording's grid."""
         step = max(-1, min(step, self.steps - 1))
+        img = self._image(image)
         dec = self.decisions_at(step, decisions)
-        grid = int(round(self.total ** 0.5))
+        grid = self.grid
         filled = (dec != UNFILLED).reshape(grid, grid)
-        img = np.array(image, dtype=np.uint8, copy=True)
         if not filled.all():
             scale = img.shape[0] // grid
             img[~np.kron(filled, np.ones((scale, scale), dtype=bool))] = PLACEHOLDER_RGB
@@ -110,12 +146,21 @@ class Recording:
         return d
 
     @classmethod
-    def from_dict(cls, d) -> "Recording":
-        """Inverse of to_dict; a record from elsewhere that does not add up raises ReplayError."""
+    def from_dict(cls, d, tokens: Optional[int] = None) -> "Recording":
+        """Inverse of to_dict; a record from elsewhere that does not add up raises ReplayError.
+
+        ``total`` must be a square grid's token count (n × n, n ≥ 1: the canvas redraws a square grid) and,
+        when ``tokens`` is given (how many image tokens the generation record says the model drew), equal it."""
         try:
             if not isinstance(d, dict) or d.get("format") != FORMAT:
                 raise ReplayError("not a replay recording (unknown format)")
-            total = int(d["total"])
+            total = d["total"]
+            if not isinstance(total, int) or isinstance(total, bool):
+                raise ReplayError(f"replay token count is not an integer ({type(total).__name__})")
+            if total < 1 or math.isqrt(total) ** 2 != total:
+                raise ReplayError(f"replay token count {total} is not a square grid (n × n, n ≥ 1)")
+            if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens != total):
+                raise ReplayError(f"replay token count {total} differs from the record's {tokens!r} image tokens")
             cols = [d[k] for k in ("fixed", "target", "drafter", "ms")]
             if not all(isinstance(c, list) for c in cols) or len({len(c) for c in cols}) != 1:
                 raise ReplayError("replay columns differ in length")
@@ -137,10 +182,14 @@ class Recording:
 
 
 def recording_of(record: Optional[dict]) -> Optional[Recording]:
-    """The recording a generation record carries, or None (absent or damaged)."""
+    """The recording a generation record carries, or None (absent, damaged, or not the record's token count)."""
     if not isinstance(record, dict) or "replay" not in record:
         return None
+    stats = record.get("stats")
+    tokens = stats.get("tokens") if isinstance(stats, dict) else None
+    if not isinstance(tokens, int) or isinstance(tokens, bool):
+        tokens = None  # the record does not say (an older or foreign one): the recording's own checks only
     try:
-        return Recording.from_dict(record["replay"])
+        return Recording.from_dict(record["replay"], tokens=tokens)
     except ReplayError:
         return None

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QPushButton, QSlider, QVBo
 
 from . import theme
 from .elided_label import ElidedLabel
-from .replay import Recording
+from .replay import Recording, ReplayError
 
 # (label, slow-motion factor: replay seconds per recorded second; None = fixed pace of one step per 0.25 s)
 SPEEDS = (("1 step / 0.25 s", None), ("real time ÷ 20", 20.0), ("real time ÷ 5", 5.0), ("real time", 1.0))
@@ -142,7 +142,11 @@ class ReplayBar(QWidget):
         if rec is None or self.decisions is None or not rec.steps:
             self.label.setText("no replay for this image")
             return
-        counts = Recording.counts(rec.decisions_at(step, self.decisions))
+        try:
+            counts = Recording.counts(rec.decisions_at(step, self.decisions))
+        except ReplayError:  # decisions that do not fit: the window says why when it draws the step
+            self.label.setText("no replay for this image")
+            return
         fwd = (rec.target[step] if step >= 0 else 0) + 1
         drafted = counts["exact"] + counts["relaxed"]
         self.label.setText(f"step {step + 1}/{rec.steps} · {sum(counts.values())} tokens · {fwd} fwd · "

@@ -6,7 +6,7 @@ import time
 from typing import Optional
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
     QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
@@ -16,6 +16,7 @@ from .. import fidelity
 from . import theme
 from .canvas import to_qimage
 from .jobs import Frame, JobResult
+from .replay import ReplayError
 
 COMPARE_SLOWMO = 10.0  # the side-by-side replay runs this many times slower than the recorded decodes
 
@@ -41,6 +42,8 @@ def _fmt(v, spec: str, unit: str = "") -> str:
 
 
 class StatsPanel(QWidget):
+    replay_failed = Signal(str)  # the side-by-side replay stopped: why (the window shows it)
+
     def __init__(self, parent=None):
         super().__init__(parent)
         lay = QVBoxLayout(self)
@@ -198,6 +201,17 @@ class StatsPanel(QWidget):
         self._replay_tick()
 
     def _replay_tick(self) -> None:
+        try:
+            self._replay_frames()
+        except ReplayError as e:  # a recording that does not fit its image: stop, keep the finished pair shown
+            self.replay_timer.stop()
+            self.replay_button.setEnabled(False)
+            for pic, text, r in zip(self.compare_images, self.compare_texts, self._pair):
+                self._thumb(pic, r.image)
+                text.setText(self._compare_text(r))
+            self.replay_failed.emit(f"The side-by-side replay cannot be shown: {e}")
+
+    def _replay_frames(self) -> None:
         t = (self.clock() - self._replay_t0) / COMPARE_SLOWMO
         done = True
         for pic, text, r in zip(self.compare_images, self.compare_texts, self._pair):
