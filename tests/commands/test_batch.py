@@ -302,6 +302,88 @@ def test_settings_the_model_refuses_are_named_after_it_loads(tiny_dir, tmp_path,
     assert rc == 2 and len(err.splitlines()) == 1 and "k=100" in err and "k: must be in [0, 63]" in err, err
 
 
+def _bomb_in_place(png: Path) -> bytes:
+    """Replace ``png`` by a 20000×20000 PNG header padded with zeros to the same byte count (the size check
+    alone cannot tell); → the original bytes."""
+    import struct
+    import zlib
+
+    original = png.read_bytes()
+    ihdr = b"IHDR" + struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)
+    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + struct.pack(">I", zlib.crc32(ihdr) & 0xFFFFFFFF)
+    png.write_bytes(head + bytes(len(original) - len(head)))
+    return original
+
+
+@pytest.fixture
+def judged_run(tiny_dir, tmp_path):
+    """A finished run of a model that ships a recogniser (so the report opens every image), one PNG then
+    replaced: → (argv, out, the replaced manifest line, its original bytes)."""
+    import shutil
+
+    import numpy as np
+    import torch
+
+    from lantern_studio.models.recogniser import RecogniserConfig, RecogniserNet, save_recogniser
+
+    folder = tmp_path / "judged"
+    shutil.copytree(tiny_dir, folder)
+    torch.manual_seed(0)
+    net = RecogniserNet(RecogniserConfig(classes=["face-smiling", "animal-mammal"], stem=8, widths=[8, 16],
+                                         feature_dim=8))
+    save_recogniser(net.eval(), folder / "recogniser.safetensors")
+    np.save(folder / "heldout_features.npy", np.random.default_rng(0).normal(size=(12, 8)).astype(np.float32))
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("red heart\ncat face\n", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = _argv(prompts, out, folder, "--seeds", "1")
+    assert cli_main(argv) == 0
+    line = _lines(out)[0]
+    return argv, out, line, _bomb_in_place(out / line["file"])
+
+
+def _one_error_line(err: str, path: Path) -> str:
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert str(path) in errors[0] and "not the image the manifest lists" in errors[0], err
+    assert "20000×20000 pixels is not a studio image" in errors[0], err
+    return errors[0]
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["finished re-run", "model loaded"])
+def test_a_replaced_png_under_no_verify_is_one_error_line(judged_run, capsys, cached):
+    """--no-verify trusts the manifest's byte counts; the report then opens the image and finds a 20000×20000
+    header: one error line naming the file and what is wrong, exit 1 (the finished re-run, which loads no
+    model, let the BatchError escape as a traceback)."""
+    argv, out, line, _original = judged_run
+    if not cached:
+        (out / batch.INFO).unlink()  # the model is loaded again: the same check, on the other way through
+    capsys.readouterr()
+    assert cli_main(argv + ["--no-verify"]) == 1
+    err = capsys.readouterr().err
+    assert "re-run without --no-verify" in _one_error_line(err, out / line["file"])
+    if cached:
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_replaced_png_is_rendered_again_unless_the_manifest_lists_its_bytes(judged_run, capsys):
+    """Without --no-verify the hash check finds the replaced PNG and renders it again, byte for byte; a
+    manifest that lists the replaced bytes' sha256 passes that check, and the image is then one error line,
+    exit 1, saying to delete the file."""
+    argv, out, line, original = judged_run
+    png = out / line["file"]
+    capsys.readouterr()
+    assert cli_main(argv) == 0 and png.read_bytes() == original
+    _bomb_in_place(png)
+    lines = [ln if ln["key"] != line["key"] else {**ln, "sha256": hashlib.sha256(png.read_bytes()).hexdigest()}
+             for ln in _lines(out)]
+    (out / MANIFEST).write_text("".join(json.dumps(ln) + "\n" for ln in lines), encoding="utf-8")
+    capsys.readouterr()
+    assert cli_main(argv) == 1
+    err = capsys.readouterr().err
+    assert "delete the file and re-run" in _one_error_line(err, png) and len(err.strip().splitlines()) == 1, err
+
+
 @pytest.mark.slow  # two torch threads on a busy 2-core machine decode a tiny model 10-100x slower than one
 def test_the_thread_count_does_not_change_the_image(tiny_dir):
     """Ray workers run one torch thread, the in-process run may use more: the tokens (and

@@ -273,7 +273,10 @@ def _finish(args, executor, info, plan, prompts, out: Path, done: dict, counts: 
     if missing:
         return _err(f"{len(missing)} of {len(plan.items)} images are missing from {manifest.path} after the run")
 
-    report = _report(args, plan, entries, info, out)
+    try:
+        report = _report(args, plan, entries, info, out)
+    except BatchError as e:  # an image that is not the one its manifest line lists (both ways to get here)
+        return _err(str(e), EXIT_FAIL)
     n_workers = getattr(executor, "size", 1)  # workers running at once (a dead one's replacement counts once)
     report["run"] = {
         "executor": None if executor is None else executor.kind, "ray": args.ray, "workers": list(counts),
@@ -345,8 +348,9 @@ def _report(args, plan, entries: dict, info: dict, out: Path) -> dict:
             with Image.open(out / entry["file"]) as im:
                 return np.asarray(im.convert("RGB"))
         except (OSError, ValueError, Image.DecompressionBombError) as e:  # RecordError is a ValueError
-            raise BatchError(f"{out / entry['file']}: not the image the manifest lists ({e}); re-run without "
-                             "--no-verify to re-render it") from None
+            fix = ("re-run without --no-verify to re-render it" if args.no_verify else
+                   "its bytes are the ones the manifest lists, so delete the file and re-run to re-render it")
+            raise BatchError(f"{out / entry['file']}: not the image the manifest lists ({e}); {fix}") from None
 
     groups = [{"name": g.name, "family": g.family, "changes": g.changes, "keys": g.keys} for g in plan.groups]
     report = sweep_report.build_report(groups, entries, quality=quality, load_image=load_image)
