@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..models.recogniser import Recogniser
+from ..models.recogniser import Recogniser, top_k_hits, wanted_ranks
 
 __all__ = [
     "Recogniser",
@@ -176,50 +176,6 @@ def prompt_subgroup(prompt_or_caption: str, meta: Sequence[dict[str, Any]] | Pro
 # --------------------------------------------------------------------------
 # metrics
 # --------------------------------------------------------------------------
-
-
-def _wanted(labels: Sequence, n: int) -> list[list[str] | None]:
-    if len(labels) != n:
-        raise ValueError(f"labels: {len(labels)} labels for {n} images")
-    return [[s] if isinstance(s, str) else (list(s) if s else None) for s in labels]
-
-
-def wanted_ranks(recogniser: Recogniser, images, labels: Sequence, level: str = "subgroup") -> list[int | None]:
-    """Per image, the best rank (0 = the recogniser's first choice) among its wanted
-    classes at ``level``; None where ``labels[i]`` is None. See :func:`top_k_hits`."""
-    arr = images if isinstance(images, torch.Tensor) else np.asarray(images)
-    if arr.ndim == 3:
-        arr = arr[None]
-    wanted = _wanted(labels, len(arr))
-    keep = [i for i, s in enumerate(wanted) if s]
-    out: list[int | None] = [None] * len(arr)
-    if not keep:
-        return out
-    probs = recogniser.predict(arr[keep] if isinstance(arr, np.ndarray) else arr[torch.as_tensor(keep)],
-                               level=level)
-    for row, i in enumerate(keep):
-        # Rank of a wanted class = number of classes with a strictly higher probability.
-        out[i] = min(int((probs[row] > probs[row, recogniser.class_index(w, level)]).sum()) for w in wanted[i])
-    return out
-
-
-def top_k_hits(recogniser: Recogniser, images, labels: Sequence, ks: Sequence[int] = (5,),
-               level: str = "subgroup") -> dict[int, float]:
-    """For each k in ``ks``: the fraction of images with one of their wanted
-    classes (at ``level``) among the recogniser's top k.
-
-    ``labels[i]`` is the class image ``i`` was asked for, or a list any of
-    which counts as right, or None (left out). ``k`` is capped at the number
-    of classes. Raises ValueError if no image has a label or a name is not a
-    class at that level.
-    """
-    if not ks or min(ks) < 1:
-        raise ValueError(f"k={list(ks)}: must be >= 1")
-    ranks = [r for r in wanted_ranks(recogniser, images, labels, level) if r is not None]
-    if not ranks:
-        raise ValueError(f"no image has a known {level}")
-    best, n_classes = np.array(ranks), len(recogniser.classes_at(level))
-    return {k: float(np.mean(best < min(k, n_classes))) for k in ks}
 
 
 def prompt_fidelity(recogniser: Recogniser, images, subgroups: Sequence, k: int = 5) -> float:
