@@ -39,8 +39,13 @@ from . import distributed
 from .common import RunLog, atomic_torch_save, cosine_lr, write_json
 from .loop import CHECKPOINT_NAME, LoopSettings, TrainingLoop, read_checkpoint, restore
 from .data import identity_weights, short_caption
+from .validation import Sampling, SampleValidation, ValidationError
 
 SHIFTS = [(0, 0), (2, 2), (-2, -2)]
+#: ``--shifts``: the tokenized copies of each image a run trains on. ``none`` trains on the unshifted
+#: tokens only: three shifted copies of an image make its first rows ambiguous while sampling, and the
+#: sampler wanders between the copies (model v4 drops them; v3 trained on ``three``).
+SHIFT_SETS = {"three": SHIFTS, "none": [(0, 0)]}
 
 
 def shift_on_white(images: np.ndarray, dx: int, dy: int) -> np.ndarray:
@@ -147,15 +152,21 @@ def _styles_tones(gpt_path: Path) -> tuple:
 
 
 def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,
-                    grow_from: Path | None = None) -> dict:
+                    grow_from: Path | None = None, styles: list[str] | None = None) -> dict:
     """Tokenize once and give every image row its class [identity, style, tone] under the
     repertoire rule (models/classes.py); cached as run/prepared.pt. Every row of a kept identity
     trains (a class model draws only the classes it was taught, so no identity is held out);
-    the NLL is evaluated on a fixed sample of unshifted training rows."""
+    the NLL is evaluated on a fixed sample of unshifted training rows. ``styles``: train only the
+    rows of these art styles (the model keeps a vector for every style of its vocabulary)."""
     images, meta, manifest = load_dataset(data)
     vocab = grown_vocabulary(meta, repertoire, grow_from) if grow_from else vocabulary_from_meta(meta, repertoire)
+    if styles:
+        unknown = [s for s in styles if s not in vocab.styles]
+        if unknown:
+            raise SystemExit(f"train ar --styles: unknown style {', '.join(unknown)}; "
+                             f"the data has {', '.join(vocab.styles)}")
     rows = class_rows(meta, vocab)
-    keep = [i for i, r in enumerate(rows) if r is not None]
+    keep = [i for i, r in enumerate(rows) if r is not None and (not styles or vocab.styles[r[1]] in styles)]
     images_sha = ((manifest.get("files") or {}).get("images.npy") or {}).get("sha256")
     key = {"vq": sha256_file(vq_path), "images": images_sha, "shifts": shifts, "kind": "class",
            "rows": hashlib.sha256(repr(keep).encode()).hexdigest()}
@@ -176,6 +187,12 @@ def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shift
            "vocab_size": load_vq(vq_path).args.codebook_size, "grid": codes.shape[-1], "vocabulary": vocab.to_json(),
            "identities": len(vocab.identities), "styles": vocab.styles, "tones": vocab.tones}
     return out
+
+
+def _style_list(text: str | None) -> list[str] | None:
+    """``--styles a,b`` → ["a", "b"]; None (every style) when not given or empty."""
+    names = [t.strip() for t in (text or "").split(",") if t.strip()]
+    return names or None
 
 
 def model_args(vocab: int, grid: int, length: int, caption_dim: int, dim: int, layers: int, heads: int) -> ModelArgs:
@@ -316,6 +333,7 @@ class ArTrainer:
         self.ema = None
         self.step_model = distributed.wrap(model, group)
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
+        self.validation = None  # a validation.SampleValidation (class runs with --validate-model)
 
     def start_ema(self) -> None:
         if self.a.ema and self.ema is None:
@@ -344,7 +362,12 @@ class ArTrainer:
     def evaluate(self) -> tuple[dict, str]:
         h = evaluate(self.model, self.prep, self.held_idx[: self.a.eval_images])
         tr = evaluate(self.model, self.prep, self.train_idx[: self.a.eval_images])
-        return {"heldout_nll": h, "train_nll": tr}, f"held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}"
+        metrics, line = {"heldout_nll": h, "train_nll": tr}, f"held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}"
+        if self.validation is not None:  # free-running samples scored by the judge, beside the NLL
+            drawn, said = self.validation(self.model, self.step)
+            metrics.update(drawn)
+            line += "; " + said
+        return metrics, line
 
     def extra_state(self) -> dict:
         return {"model_args": self.model.config.to_dict(), "ema": self.ema}
@@ -380,7 +403,8 @@ def _train(args, group) -> dict:
             distributed.barrier(group)  # rank 0 tokenizes once; the others read its cache
         if args.condition == "class":
             prep = prepare_classes(Path(args.data), Path(args.vq), run, args.repertoire, log=log,
-                                   grow_from=Path(args.grow_from) if args.grow_from else None)
+                                   grow_from=Path(args.grow_from) if args.grow_from else None,
+                                   shifts=SHIFT_SETS[args.shifts], styles=_style_list(args.styles))
         else:
             prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
         if group.main:
@@ -449,6 +473,8 @@ def _train(args, group) -> dict:
         restore(trainer, ck, batches=group.main)  # the other ranks keep their own batch generators
         log(f"resumed from step {trainer.step}")
     trainer.start_ema()
+    if getattr(args, "validate_model", None) and group.main:
+        trainer.validation = sample_validation(args, prep, run)
     loop = TrainingLoop(trainer, ckpt_path, log, LoopSettings.from_args(args), resumed=ck, main=group.main,
                         agree=lambda flag: distributed.any_rank(group, flag))
     if getattr(args, "export_only", False):
@@ -468,6 +494,19 @@ def _train(args, group) -> dict:
         if not group.main:
             return {"step": trainer.step, "rank": group.rank}
     return export(model, trainer.ema, run, loop.history, margs, args, trainer.step, loop.wall, log, prep=prep)
+
+
+def sample_validation(args, prep: dict, run: Path) -> SampleValidation:
+    """The free-running validation of ``--validate-model`` for a class run (its grids go to run/validation)."""
+    if prep.get("kind") != "class":
+        raise SystemExit("train ar --validate-model: only class runs (--condition class) validate by drawing")
+    try:
+        samplings = [Sampling.parse(t) for t in args.validate_sampling]
+        return SampleValidation(Path(args.validate_model), prep["vocabulary"], list(prep["styles"]), samplings,
+                                names=args.validate_names, seeds=args.validate_seeds, out=run / "validation",
+                                prefer_style=(_style_list(args.styles) or [None])[0])
+    except ValidationError as e:
+        raise SystemExit(f"train ar: {e}") from None
 
 
 def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, step: int, wall: float, log,
@@ -524,6 +563,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grow-from", default=None, help="with --condition class: a trained class model's "
                    "gpt.safetensors (identities.json beside it); its classes keep their rows and the identities "
                    "--repertoire adds get new ones")
+    p.add_argument("--shifts", choices=sorted(SHIFT_SETS), default="three",
+                   help="with --condition class: train on the unshifted tokens only (none) or on three copies "
+                   "shifted by 0 and ±2 px (three, as model v3)")
+    p.add_argument("--styles", default=None, help="with --condition class: comma-separated art styles whose images "
+                   "train (default: every style of the data)")
     p.add_argument("--dropout", type=float, default=0.1, help="with --condition class: token, residual and "
                    "feed-forward dropout")
     p.add_argument("--neighbour-weight", type=float, default=0.0, help="share of each token's target given to its "
@@ -540,6 +584,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-seconds", type=float, default=180.0)
     p.add_argument("--ema", type=float, default=0.0, help="keep an exponential moving average of the weights with "
                    "this decay (e.g. 0.999) and export it instead of the raw weights; 0 = off")
+    p.add_argument("--validate-model", default=None, help="with --condition class: at every evaluation, draw "
+                   "validation classes and score them with this model folder's judge (its tokenizer decodes)")
+    p.add_argument("--validate-names", type=int, default=32, help="validation classes drawn (default 32)")
+    p.add_argument("--validate-seeds", type=int, default=2, help="seeds per validation class (default 2)")
+    p.add_argument("--validate-sampling", nargs="+", default=["0.5/10/2", "0.3/5/1.5"],
+                   help="samplings drawn at each validation, T/K/CFG or greedy/CFG (default 0.5/10/2 0.3/5/1.5)")
     p.add_argument("--export", dest="export_only", action="store_true",
                    help="write gpt.safetensors + metrics.json from the run's checkpoint without training")
     p.set_defaults(prepared=None)
