@@ -13,7 +13,7 @@ from typing import Optional
 
 import torch
 
-from .engine.model import find_multiple
+from .engine.model_args import find_multiple
 
 _DTYPE_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8}
 

@@ -9,7 +9,8 @@ import torch
 from lantern_studio.engine.checkpoints import load_llamagen_gpt, save_llamagen_gpt
 from lantern_studio.engine.class_embedding import NULL_IDENTITY, FactorisedClassEmbedder
 from lantern_studio.engine.decode import cfg_batch, generate_tokens
-from lantern_studio.engine.model import LabelEmbedder, ModelArgs, Transformer
+from lantern_studio.engine.model import ModelArgs, Transformer
+from lantern_studio.engine.prefix_embedders import LabelEmbedder
 from lantern_studio.engine.settings import GenerationSettings
 
 

@@ -1,14 +1,14 @@
-"""Compiled decode steps (engine/compiled.py): the same tokens as eager for a seed, actually used,
-and an eager fallback in one line when compiling fails."""
+"""Compiled decode steps (engine/compiled.py, run by engine/runner.py): the same tokens as eager for a
+seed, actually used, and an eager fallback in one line when compiling fails."""
 
 import numpy as np
 import pytest
 import torch
 
-from lantern_studio.engine import compiled
 from lantern_studio.engine.decode import generate_tokens
 from lantern_studio.engine.drafters import JacobiDrafter
 from lantern_studio.engine.neighbours import ProximityTable
+from lantern_studio.engine.runner import Runner
 from lantern_studio.engine.settings import GenerationSettings
 from support.compiler import needs_cxx
 from support.tiny import caption, tiny_gpt
@@ -36,12 +36,12 @@ def _runs(gpt, cond, mask, table, cfgs):
                                              pytest.param("t2i", (2.0, 1.0), marks=pytest.mark.slow)])
 def test_compiled_steps_give_the_eager_tokens_and_are_used(model_type, cfgs):
     torch.set_num_threads(1)
-    gpt = tiny_gpt(model_type, seed=2, vocab=32, grid=4, dim=32, layers=2)
+    gpt = Runner(tiny_gpt(model_type, seed=2, vocab=32, grid=4, dim=32, layers=2))
     cond, mask = (torch.tensor([3]), None) if model_type == "c2i" else caption(valid=3)
     table = ProximityTable(torch.randn(32, 4, generator=torch.Generator().manual_seed(0)))
     eager = _runs(gpt, cond, mask, table, cfgs)
 
-    graphs = compiled.compile_steps(gpt, (1, WINDOW + 1))
+    graphs = gpt.compile((1, WINDOW + 1))
     got = _runs(gpt, cond, mask, table, cfgs)
     assert not graphs.failed, graphs.note
     for (want_tok, want_dec, _), (tok, dec, _) in zip(eager, got):
@@ -57,12 +57,12 @@ def test_compiled_steps_give_the_eager_tokens_and_are_used(model_type, cfgs):
 
 
 def test_a_width_without_a_graph_runs_eagerly_and_a_failed_compile_says_so_once(monkeypatch):
-    gpt = tiny_gpt("c2i", seed=2, vocab=32, grid=4, dim=32, layers=2)
+    gpt = Runner(tiny_gpt("c2i", seed=2, vocab=32, grid=4, dim=32, layers=2))
     cond = torch.tensor([3])
     s = GenerationSettings(drafter="jacobi", draft_length=WINDOW, seed=0)
     want, _, _ = generate_tokens(gpt, cond, s, drafter=JacobiDrafter())
 
-    graphs = compiled.compile_steps(gpt, (1,))  # verifies are wider than 1: all eager
+    graphs = gpt.compile((1,))  # verifies are wider than 1: all eager
     got, _, st = generate_tokens(gpt, cond, s, drafter=JacobiDrafter())
     assert torch.equal(got, want) and graphs.compiled_calls == 0 and graphs.eager_calls == st.target_forwards
 
@@ -72,7 +72,7 @@ def test_a_width_without_a_graph_runs_eagerly_and_a_failed_compile_says_so_once(
         raise RuntimeError("no C++ compiler found\nlong traceback")
 
     monkeypatch.setattr(torch, "compile", broken)
-    graphs = compiled.compile_steps(gpt, (WINDOW + 1,), say=said.append)
+    graphs = gpt.compile((WINDOW + 1,), say=said.append)
     got, _, st = generate_tokens(gpt, cond, s, drafter=JacobiDrafter())
     assert torch.equal(got, want)
     assert graphs.failed and graphs.compiled_calls == 0 and graphs.eager_calls == st.target_forwards
@@ -84,7 +84,7 @@ def test_padding_never_reaches_a_real_query():
     """A verify padded to a wider graph returns the eager logits of its real rows, at the start,
     the middle and the last positions of the sequence (where the padding is clamped)."""
     torch.set_num_threads(1)
-    gpt = tiny_gpt("c2i", seed=4, vocab=32, grid=4, dim=32, layers=2)
+    gpt = Runner(tiny_gpt("c2i", seed=4, vocab=32, grid=4, dim=32, layers=2))
     gen = torch.Generator().manual_seed(1)
     seq = torch.randint(0, 32, (2, 16), generator=gen)
     cond = torch.tensor([1, 10])
@@ -99,13 +99,13 @@ def test_padding_never_reaches_a_real_query():
     cases = [(0, 3), (6, 2), (13, 3), (15, 1)]
     want = [logits(f, w) for f, w in cases]
     said = []
-    graphs = compiled.compile_steps(gpt, (8,), say=said.append)
+    graphs = gpt.compile((8,), say=said.append)
     for (f, w), ref in zip(cases, want):
         calls = graphs.compiled_calls
         got = logits(f, w)
         assert graphs.compiled_calls > calls, graphs.note
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
     # caches allocated anew (a graph is bound to its caches): compiled again, once, and still right
-    gpt.clear_cache()
+    gpt.model.clear_cache()
     torch.testing.assert_close(logits(*cases[2]), want[2], rtol=1e-4, atol=1e-4)
     assert len(graphs._shapes) == 1 and sum("again" in m for m in said) == 1

@@ -112,7 +112,7 @@ def test_official_t2i_checkpoint_with_fewer_than_120_prefix_tokens(tmp_path):
     import torch.nn.functional as F
 
     from lantern_studio.engine.checkpoints import LLAMAGEN_UNCOND_ROWS
-    from lantern_studio.engine.model import CaptionEmbedder
+    from lantern_studio.engine.prefix_embedders import CaptionEmbedder
 
     cls, cap_dim = 8, 12
     ours = tiny_gpt("t2i", vocab=24, grid=2, cls_token_num=cls, caption_dim=cap_dim)
@@ -216,46 +216,3 @@ def test_safetensors_roundtrip(tmp_path):
     (tmp_path / "junk.safetensors").write_bytes(b"\x00" * 10)
     with pytest.raises(CheckpointError, match="junk.safetensors"):
         load_gpt(tmp_path / "junk.safetensors")
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_fused_feed_forward_loads_and_saves_the_official_w1_w3_layout(tmp_path, dtype):
-    """FeedForward.fuse holds w1 and w3 as one Linear w13; a file written by an unfused model (keys
-    w1, w3) loads into a fused one with the same logits, and a fused model's state dict and files
-    keep the w1 / w3 keys, so an unfused model (training, an older release) reads them back."""
-    from lantern_studio.engine.model import fuse_feed_forwards
-
-    gpt = tiny_gpt("t2i", vocab=24)
-    path = tmp_path / "old.safetensors"
-    save_gpt(gpt, path, dtype=dtype)  # the layout every existing file has
-    fused = fuse_feed_forwards(load_gpt(path))
-    ff = fused.layers[0].feed_forward
-    assert ff.fused and ff.w1 is None and ff.w3 is None and not any("w13" in k for k in fused.state_dict())
-    plain = load_gpt(path)
-    cond, mask = caption(valid=4)
-    idx = torch.randint(0, 24, (1, 3))
-    with torch.no_grad():
-        assert torch.allclose(fused.teacher_forced_logits(idx, cond, mask),
-                              plain.teacher_forced_logits(idx, cond, mask), atol=1e-6)
-        assert torch.allclose(incremental_logits(fused, idx, cond, mask), incremental_logits(plain, idx, cond, mask),
-                              atol=1e-6)
-    sd = fused.state_dict()
-    assert set(sd) == set(plain.state_dict())
-    assert all(torch.equal(sd[k], v) for k, v in plain.state_dict().items())
-    # a fused model's file (fp32 too: its halves are separate tensors, as safetensors wants) loads unfused
-    save_gpt(fused, tmp_path / "fused.safetensors", dtype=torch.float32)
-    back = load_gpt(tmp_path / "fused.safetensors")
-    assert not back.layers[0].feed_forward.fused
-    assert all(torch.equal(back.state_dict()[k], v) for k, v in sd.items())
-    # a fused model takes an unfused state dict (strict), and keep_vars hands out live views of w13
-    other = fuse_feed_forwards(tiny_gpt("t2i", vocab=24, seed=5))
-    other.load_state_dict(plain.state_dict(), strict=True)
-    assert torch.equal(other.layers[1].feed_forward.w13.weight, fused.layers[1].feed_forward.w13.weight)
-    live = other.state_dict(keep_vars=True)["layers.0.feed_forward.w3.weight"]
-    with torch.no_grad():
-        live.zero_()
-    assert other.layers[0].feed_forward.w13.weight[live.shape[0]:].abs().sum() == 0
-    # and the official .pt layout round-trips through a fused model the same way
-    save_llamagen_gpt(fused, tmp_path / "fused.pt")
-    official = load_llamagen_gpt(tmp_path / "fused.pt", **gpt.config.to_dict())
-    assert all(torch.equal(official.state_dict()[k], v) for k, v in sd.items())

@@ -1,4 +1,4 @@
-"""Compiled decode steps: a Transformer's fixed-shape forward (``Transformer.static_step``)
+"""Compiled decode steps: a runner's fixed-shape forward (``runner.Runner.static_step``)
 compiled by ``torch.compile`` for the few shapes a decode uses.
 
 Eager PyTorch pays Python and dispatch work for each of the ~25 small operations of every
@@ -28,7 +28,7 @@ import torch
 
 
 class StepGraphs:
-    """Compiled ``static_step`` graphs of one Transformer, by (rows, width)."""
+    """Compiled ``static_step`` graphs of one runner (``Runner.compile`` makes them), by (rows, width)."""
 
     def __init__(self, widths: Sequence[int], say: Optional[Callable[[str], None]] = None):
         ws = sorted({int(w) for w in widths})
@@ -44,9 +44,6 @@ class StepGraphs:
         self._shapes: set = set()  # (rows, width) compiled so far
         self._bound: Optional[tuple] = None  # the weights and caches the graphs were made for
 
-    def __deepcopy__(self, memo):  # a copied model (another precision) compiles its own graphs
-        return None
-
     @property
     def failed(self) -> bool:
         return self.note is not None
@@ -55,13 +52,15 @@ class StepGraphs:
         """The compiled width a step of ``width`` tokens runs in (None: none is wide enough)."""
         return next((w for w in self.widths if w >= width), None)
 
-    def _fingerprint(self, gpt) -> tuple:
+    @staticmethod
+    def _fingerprint(gpt) -> tuple:
         """What a graph is bound to: the weights (frozen into it) and the KV caches (guarded by identity)."""
         w = gpt.output.weight
         return (w.dtype, w.device, w.data_ptr(), id(gpt.layers[0].attention.kv_cache.k_cache))
 
-    def run(self, gpt, tokens: torch.Tensor, first_index: int):
-        """``Transformer.step``'s result from a compiled graph, or None: run it eagerly."""
+    def run(self, runner, tokens: torch.Tensor, first_index: int):
+        """``runner.step``'s result from a compiled graph, or None: run it eagerly."""
+        gpt = runner.model
         if self.failed or torch.is_grad_enabled():
             self.eager_calls += 1
             return None
@@ -84,7 +83,7 @@ class StepGraphs:
         try:
             if self._fn is None:
                 _allow_recompiles()
-                self._fn = torch.compile(gpt.static_step, fullgraph=True, dynamic=False)
+                self._fn = torch.compile(runner.static_step, fullgraph=True, dynamic=False)
             t = time.perf_counter()
             if shape not in self._shapes:
                 self.say(f"compiling the decode step for {rows} row(s) × {width} token(s)…")
@@ -115,26 +114,3 @@ RECOMPILE_LIMIT = 64
 def _allow_recompiles() -> None:
     config = torch._dynamo.config  # loaded on first use: importing this module stays light
     config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
-
-
-def compile_steps(gpt, widths: Sequence[int], say: Optional[Callable[[str], None]] = None) -> StepGraphs:
-    """Attach compiled steps of ``widths`` to ``gpt`` (replacing any); → the graphs. They
-    compile on first use; ``warm`` compiles them now."""
-    gpt.step_graphs = StepGraphs(widths, say)
-    return gpt.step_graphs
-
-
-def warm(gpt, rows_list: Sequence[int]) -> None:
-    """Compile every (rows, width) graph now, on a scratch sequence, so no real image pays for it:
-    under inference mode, as ``Decoding`` runs (a graph is specialised to it)."""
-    graphs: Optional[StepGraphs] = gpt.step_graphs
-    if graphs is None:
-        return
-    with torch.inference_mode():
-        for rows in rows_list:
-            gpt.start_sequence(rows)
-            for width in graphs.widths:
-                if graphs.failed:
-                    return
-                tokens = torch.zeros(rows, width, dtype=torch.long, device=gpt.rope.device)
-                gpt.step(tokens, 0)

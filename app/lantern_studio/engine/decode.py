@@ -22,6 +22,7 @@ from .decisions import ACCEPTED_RELAXED, BY_TARGET
 from .drafters import DecodeContext, Drafter
 from .model import Transformer
 from .neighbours import ProximityTable
+from .runner import DecodeTarget
 from .sampling import probs_from_logits, sample
 from .settings import GenerationSettings
 
@@ -101,7 +102,7 @@ class Decoding:
 
     def __init__(
         self,
-        gpt: Transformer,
+        target: DecodeTarget,
         cond: torch.Tensor,
         settings: GenerationSettings,
         caption_mask: Optional[torch.Tensor] = None,
@@ -109,7 +110,8 @@ class Decoding:
         table: Optional[ProximityTable] = None,
         should_stop: Optional[Callable[[], bool]] = None,
     ):
-        self.gpt = gpt
+        self.target = target  # a Runner (the pipeline's fast path) or a bare Transformer (its reference forward)
+        self.gpt = gpt = target.model
         # validated here too: Decoding is the engine's lower-level entry (generate_tokens, trainers, scripts);
         # through ImagePipeline.decoding the settings arrive validated and this is a cheap no-op
         settings = self.settings = settings.validate(gpt.vocab_size)
@@ -128,8 +130,7 @@ class Decoding:
         self.decisions = np.zeros(self.total, dtype=np.uint8)
         self.budgets = np.zeros(self.total, dtype=np.float64)  # per position: the bound of the slot that fixed it
         self.stats = DecodeStats(settings=settings.to_dict())
-        graphs = gpt.step_graphs
-        self._compiled_before = graphs.compiled_calls if graphs is not None else 0
+        self._compiled_before = target.compiled_calls
 
     def cancel(self):
         self._stop = True
@@ -150,9 +151,7 @@ class Decoding:
         s = self.stats
         s.tokens = positions[-1] + 1 if positions else s.tokens
         s.wall_seconds = now - t0
-        graphs = self.gpt.step_graphs
-        if graphs is not None:
-            s.compiled_forwards = graphs.compiled_calls - self._compiled_before
+        s.compiled_forwards = self.target.compiled_calls - self._compiled_before
         for p, d in zip(positions, decisions):
             self.decisions[p] = d
         return StepEvent(
@@ -186,8 +185,8 @@ class Decoding:
         cond, mask = cfg_batch(gpt, self.cond, self.caption_mask, params.uses_cfg)
         rows = cond.shape[0]
         t0 = time.perf_counter()
-        gpt.start_sequence(rows, mask)  # the caches of the last generation, reused (and zeroed) when they fit
-        logits, feat = gpt.prefill(cond)
+        self.target.start_sequence(rows, mask)  # the last generation's caches, reused (and zeroed) when they fit
+        logits, feat = self.target.prefill(cond)
         p = probs_from_logits(logits, params)
         tok = sample(p, gen, params.greedy)[0]
         self.tokens[0] = tok
@@ -199,13 +198,13 @@ class Decoding:
             yield from self._speculative(gen, rows, feat, t0)
 
     def _vanilla(self, gen, rows, t0):
-        gpt, params = self.gpt, self.params
+        params = self.params
         for i in range(1, self.total):
             if self._stopping():
                 self.stats.cancelled = True
                 return
             t = time.perf_counter()
-            logits, _ = gpt.step(self.tokens[i - 1 : i].expand(rows, 1), i - 1)
+            logits, _ = self.target.step(self.tokens[i - 1 : i].expand(rows, 1), i - 1)
             self.stats.target_seconds += time.perf_counter() - t
             self.stats.target_forwards += 1
             tok = sample(probs_from_logits(logits[:, -1], params), gen, params.greedy)[0]
@@ -232,7 +231,7 @@ class Decoding:
             t_draft = time.perf_counter()
             s.drafter_seconds += t_draft - t
             inp = torch.cat([self.tokens[n - 1 : n], drafts]).expand(rows, -1)
-            logits, feats = gpt.step(inp, n - 1)
+            logits, feats = self.target.step(inp, n - 1)
             s.target_seconds += time.perf_counter() - t_draft
             s.target_forwards += 1
             p = probs_from_logits(logits, params)[0]  # CFG folds the batch to one row
@@ -257,9 +256,9 @@ class Decoding:
             yield self._event(positions, toks, decisions, want, t, t0)
 
 
-def generate_tokens(gpt, cond, settings, caption_mask=None, drafter=None, table=None):
+def generate_tokens(target: DecodeTarget, cond, settings, caption_mask=None, drafter=None, table=None):
     """Run a whole generation; returns (tokens (N,) tensor, decisions (N,) uint8, DecodeStats)."""
-    run = Decoding(gpt, cond, settings, caption_mask, drafter, table)
+    run = Decoding(target, cond, settings, caption_mask, drafter, table)
     for _ in run:
         pass
     return run.tokens, run.decisions, run.stats

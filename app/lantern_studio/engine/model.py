@@ -1,12 +1,13 @@
-"""LlamaGen-compatible autoregressive image transformer.
+"""LlamaGen-compatible autoregressive image transformer: the readable reference.
 
 Parameter names and shapes match the official LlamaGen ``gpt.py`` so an official
-checkpoint's ``{"model": state_dict}`` loads with strict key checking. The
-inference path is our own, in gpt-fast's manner: static KV caches allocated
-once and reused (``allocate_caches``), written at tensor positions, a forward over
-any number of new tokens at given positions (prefill, one token, or a whole
-draft to verify) and an O(1) rollback, which is all speculative decoding needs
-from a target model.
+checkpoint's ``{"model": state_dict}`` loads with strict key checking. Two forwards:
+the teacher-forced training forward (``forward``) and one cached forward in gpt-fast's
+manner — static KV caches allocated once (``allocate_caches``), written at positions,
+a forward over any number of new tokens (prefill, one token, or a whole draft to
+verify) and an O(1) rollback, which is all speculative decoding needs of a target.
+The inference fast path (fused feed-forwards, a fixed-shape step, compiled graphs)
+is :mod:`.runner`, tested token for token against this one.
 
 Positions: the sequence is ``cls_token_num`` prefix slots (class embedding or
 caption tokens) followed by the image tokens in raster order. Image token ``i``
@@ -18,7 +19,6 @@ queries and keys of the prefix are zero vectors there.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
 import torch
@@ -26,133 +26,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .class_embedding import FactorisedClassEmbedder
+from .model_args import GPT_PRESETS, ModelArgs, find_multiple, preset_args
+from .prefix_embedders import prefix_embedder
+from .rope import apply_rope, rope_complex, rope_table
 
-
-def find_multiple(n: int, k: int) -> int:
-    return n if n % k == 0 else n + k - (n % k)
-
-
-@dataclass
-class ModelArgs:
-    """Configuration with the official LlamaGen field names."""
-
-    dim: int = 4096
-    n_layer: int = 32
-    n_head: int = 32
-    n_kv_head: Optional[int] = None
-    multiple_of: int = 256
-    ffn_dim_multiplier: Optional[float] = None
-    rope_base: float = 10000
-    norm_eps: float = 1e-5
-    initializer_range: float = 0.02
-    token_dropout_p: float = 0.1
-    attn_dropout_p: float = 0.0
-    resid_dropout_p: float = 0.1
-    ffn_dropout_p: float = 0.1
-    drop_path_rate: float = 0.0
-    num_classes: int = 1000
-    # Not in LlamaGen: > 0 makes a c2i model's class factorised (class_embedding.py): num_classes
-    # identities + num_styles art styles + num_tones skin tones, each a vector of its own, summed
-    num_styles: int = 0
-    num_tones: int = 0
-    caption_dim: int = 2048
-    class_dropout_prob: float = 0.1
-    model_type: str = "c2i"
-    vocab_size: int = 16384
-    cls_token_num: int = 1
-    block_size: int = 256
-    max_batch_size: int = 32
-    max_seq_len: int = 2048
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ModelArgs":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown ModelArgs fields: {', '.join(unknown)}")
-        return cls(**d)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @property
-    def grid_size(self) -> int:
-        return math.isqrt(self.block_size)
-
-
-# Official presets (layers, heads, width).
-GPT_PRESETS = {
-    "GPT-B": dict(n_layer=12, n_head=12, dim=768),
-    "GPT-L": dict(n_layer=24, n_head=16, dim=1024),
-    "GPT-XL": dict(n_layer=36, n_head=20, dim=1280),
-    "GPT-XXL": dict(n_layer=48, n_head=24, dim=1536),
-    "GPT-XXXL": dict(n_layer=48, n_head=40, dim=2560),
-    "GPT-1B": dict(n_layer=22, n_head=32, dim=2048),
-    "GPT-3B": dict(n_layer=24, n_head=32, dim=3200),
-    "GPT-7B": dict(n_layer=32, n_head=32, dim=4096),
-}
-
-
-def preset_args(name: str, **overrides) -> ModelArgs:
-    if name not in GPT_PRESETS:
-        raise ValueError(f"unknown GPT preset {name!r}; choose from {', '.join(GPT_PRESETS)}")
-    return ModelArgs(**{**GPT_PRESETS[name], **overrides})
-
-
-# --------------------------------------------------------------------------- embedders
-
-
-class LabelEmbedder(nn.Module):
-    """Class id -> one prefix vector; row ``num_classes`` is the null class for CFG."""
-
-    def __init__(self, num_classes: int, dim: int, dropout_prob: float):
-        super().__init__()
-        self.embedding_table = nn.Embedding(num_classes + int(dropout_prob > 0), dim)
-        self.num_classes = num_classes
-        self.dropout_prob = dropout_prob
-
-    def null_condition(self, cond: torch.Tensor) -> torch.Tensor:
-        return torch.full_like(cond, self.num_classes)
-
-    def forward(self, labels: torch.Tensor, train: bool = False) -> torch.Tensor:
-        if train and self.dropout_prob > 0:
-            drop = torch.rand(labels.shape[0], device=labels.device) < self.dropout_prob
-            labels = torch.where(drop, self.num_classes, labels)
-        return self.embedding_table(labels).unsqueeze(1)
-
-
-class CaptionMLP(nn.Module):
-    def __init__(self, in_features: int, hidden: int, out_features: int):
-        super().__init__()
-        self.fc1 = nn.Linear(in_features, hidden, bias=False)
-        self.act = nn.GELU(approximate="tanh")
-        self.fc2 = nn.Linear(hidden, out_features, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.act(self.fc1(x)))
-
-
-class CaptionEmbedder(nn.Module):
-    """Caption token embeddings -> prefix vectors, with a learned unconditional caption."""
-
-    def __init__(self, caption_dim: int, dim: int, uncond_prob: float, token_num: int):
-        super().__init__()
-        self.cap_proj = CaptionMLP(caption_dim, dim, dim)
-        # A (persistent) buffer, as in the official checkpoints.
-        self.register_buffer("uncond_embedding", torch.randn(token_num, caption_dim) / caption_dim**0.5)
-        self.uncond_prob = uncond_prob
-
-    def null_condition(self, cond: torch.Tensor) -> torch.Tensor:
-        return self.uncond_embedding[: cond.shape[1]].to(cond.dtype).expand_as(cond)
-
-    def forward(self, caption: torch.Tensor, train: bool = False) -> torch.Tensor:
-        if train and self.uncond_prob > 0:
-            drop = torch.rand(caption.shape[0], device=caption.device) < self.uncond_prob
-            caption = torch.where(drop[:, None, None], self.null_condition(caption), caption)
-        return self.cap_proj(caption)
-
-
-# --------------------------------------------------------------------------- blocks
+__all__ = ["GPT_PRESETS", "KVCache", "ModelArgs", "Transformer", "TransformerBlock", "apply_rope", "preset_args",
+           "rope_complex", "rope_table"]
 
 
 class RMSNorm(nn.Module):
@@ -162,14 +41,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # The ops F.rms_norm runs on a CPU, spelled out: the same numbers, bit for bit, at about half
-        # its cost per call (a decode step makes 2 per layer + 1); in fp32 without autograd, in place
-        # in the tensors made here.
-        if x.dtype == torch.float32:
-            if torch.is_grad_enabled():
-                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-            return (x * x.pow(2).mean(-1, keepdim=True).add_(self.eps).rsqrt_()).mul_(self.weight)
-        xf = x.float()
+        xf = x.float()  # statistics in fp32 whatever the weights' precision
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
 
 
@@ -183,129 +55,17 @@ class FeedForward(nn.Module):
         self.w1 = nn.Linear(args.dim, hidden, bias=False)
         self.w3 = nn.Linear(args.dim, hidden, bias=False)
         self.w2 = nn.Linear(hidden, args.dim, bias=False)
-        self.register_module("w13", None)  # [w1; w3] as one Linear once fuse() ran (w1, w3 are then None)
         self.ffn_dropout = nn.Dropout(args.ffn_dropout_p)
-        self._register_state_dict_hook(_unfuse_state_dict)
-        self._register_load_state_dict_pre_hook(_fuse_state_dict, with_module=True)
-
-    @property
-    def fused(self) -> bool:
-        return self.w13 is not None
-
-    def fuse(self) -> "FeedForward":
-        """Hold w1 and w3 as one Linear ``w13`` (rows [w1; w3]): one matrix product instead of two
-        per call, the same numbers bit for bit (each output is the same dot product). The state
-        dict keeps the official ``w1`` / ``w3`` keys both ways: ``state_dict()`` writes them (copies
-        of w13's halves) and ``load_state_dict`` takes them, so files and training code see no
-        difference. For inference (``ImagePipeline`` fuses its networks); a model being trained
-        keeps its two parameters, so optimizer states stay as they were saved."""
-        if self.w13 is None:
-            w = torch.cat([self.w1.weight.detach(), self.w3.weight.detach()])
-            self.w13 = nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device, dtype=w.dtype)
-            self.w13.weight = nn.Parameter(w, requires_grad=self.w1.weight.requires_grad)
-            self.w1 = self.w3 = None
-        return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.w13 is not None:
-            gate, up = F.linear(x, self.w13.weight).chunk(2, dim=-1)
-        else:
-            gate, up = F.linear(x, self.w1.weight), F.linear(x, self.w3.weight)
-        if torch.is_grad_enabled():
-            out = F.linear(F.silu(gate) * up, self.w2.weight)
-        else:  # in place in the product's own tensor: the same numbers
-            out = F.linear(F.silu(gate, inplace=True).mul_(up), self.w2.weight)
-        return self.ffn_dropout(out) if self.training else out
-
-
-def _unfuse_state_dict(module: FeedForward, state_dict, prefix, local_metadata) -> None:
-    """A fused FeedForward's state dict under the official names: w13 → w1, w3."""
-    w = state_dict.pop(prefix + "w13.weight", None)
-    if w is not None:
-        h = w.shape[0] // 2
-        # copies, unless the caller asked for the live parameters (keep_vars): two halves of one storage
-        # would be written whole twice by torch.save, and safetensors refuses tensors that share memory
-        live = isinstance(w, nn.Parameter)
-        state_dict[prefix + "w1.weight"] = w[:h] if live else w[:h].clone()
-        state_dict[prefix + "w3.weight"] = w[h:] if live else w[h:].clone()
-
-
-def _fuse_state_dict(module: FeedForward, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                     error_msgs) -> None:
-    """w1, w3 in a state dict loading into a fused FeedForward → its w13 (load-time fusion)."""
-    k1, k3 = prefix + "w1.weight", prefix + "w3.weight"
-    if module.w13 is not None and k1 in state_dict and k3 in state_dict:
-        w1, w3 = state_dict[k1], state_dict[k3]
-        if w1.shape == w3.shape:
-            del state_dict[k1], state_dict[k3]
-            state_dict[prefix + "w13.weight"] = torch.cat([w1, w3])
-
-
-def fuse_feed_forwards(module: nn.Module) -> nn.Module:
-    """``FeedForward.fuse`` every feed-forward in ``module`` (a GPT, a drafter head); idempotent."""
-    for sub in module.modules():
-        if isinstance(sub, FeedForward):
-            sub.fuse()
-    return module
-
-
-def rope_table(grid_size: int, head_dim: int, base: float, prefix_len: int) -> torch.Tensor:
-    """2D rotary table of shape (prefix_len + grid_size**2, head_dim // 2, 2) holding (cos, sin).
-
-    The first half of each head's rotary pairs encodes the row, the second half
-    the column; prefix positions get cos = sin = 0 (the official convention).
-    """
-    half = head_dim // 2
-    inv = 1.0 / (base ** (torch.arange(0, half, 2)[: half // 2].float() / half))
-    ang = torch.outer(torch.arange(grid_size).float(), inv)  # (g, half/2)
-    rows = ang[:, None, :].expand(-1, grid_size, -1)
-    cols = ang[None, :, :].expand(grid_size, -1, -1)
-    grid = torch.cat([rows, cols], dim=-1).reshape(grid_size * grid_size, -1)  # (g*g, half)
-    table = torch.stack([grid.cos(), grid.sin()], dim=-1)
-    return torch.cat([torch.zeros(prefix_len, head_dim // 2, 2), table])
-
-
-def rope_complex(rope: torch.Tensor) -> torch.Tensor:
-    """A rotary table slice (S, D/2, 2) as the complex factors (1, S, 1, D/2) ``apply_rope``
-    multiplies by: made once per forward instead of once per layer."""
-    return torch.view_as_complex(rope)[None, :, None, :]
-
-
-def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
-    """x: (B, S, H, D); rope: ``rope_complex`` of a table slice, or the slice (S, D/2, 2) (cos, sin)
-    itself -> x with each interleaved pair (x[2i], x[2i+1]) rotated. A complex table is one complex
-    multiplication (eager's fastest); a real one the same rotation in real arithmetic, which
-    ``torch.compile`` generates code for (it has none for complex numbers)."""
-    xf = x if x.dtype == torch.float32 else x.float()
-    if rope.is_complex():
-        out = torch.view_as_real(torch.view_as_complex(xf.unflatten(-1, (-1, 2))) * rope).flatten(-2)
-    else:
-        pairs = xf.unflatten(-1, (-1, 2))
-        x0, x1 = pairs[..., 0], pairs[..., 1]
-        cos, sin = rope[None, :, None, :, 0], rope[None, :, None, :, 1]
-        out = torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
-    return out if out.dtype == x.dtype else out.type_as(x)
-
-
-def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Softmax attention spelled out (scores in fp32), for the compiled fixed-shape step: q (B, H, S, D)
-    over the whole cache k, v (B, H, L, D) with a bool ``mask`` (B or 1, 1, S, L). Compiled, this is
-    one fused kernel per layer; the fused CPU attention kernel costs ~6x more for a few queries."""
-    scores = torch.matmul(q, k.transpose(-1, -2)).float() * (q.shape[-1] ** -0.5)
-    weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-    return torch.matmul(weights.to(v.dtype), v)
+        return self.ffn_dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
 
 
 class KVCache(nn.Module):
-    """Static key/value storage of one attention layer, indexed by absolute sequence position.
-
-    Allocated once (``Transformer.allocate_caches``) and written in place at tensor
-    positions (``update``), so shapes never change between steps — what
-    ``torch.compile`` and CUDA graphs need. Attention reads the whole cache;
-    the causal mask hides every entry past each query's own position, so stale
-    entries (a rolled-back draft, the previous image) are never attended to and
-    rolling back is free.
-    """
+    """Static key/value storage of one attention layer, indexed by absolute sequence position:
+    allocated once (``Transformer.allocate_caches``), written in place, so shapes never change
+    between steps. The causal mask hides every entry past each query's own position, so stale
+    entries (a rolled-back draft, the previous image) are never attended to: rolling back is free."""
 
     def __init__(self, max_batch_size: int, max_seq_len: int, n_kv_head: int, head_dim: int, dtype, device=None):
         super().__init__()
@@ -356,47 +116,26 @@ class Attention(nn.Module):
         self.resid_dropout = nn.Dropout(args.resid_dropout_p)
         self.kv_cache: Optional[KVCache] = None
 
-    def forward(self, x, rope, mask, input_pos: "torch.Tensor | int | None" = None, kv_len: Optional[int] = None,
-                static: Optional[tuple] = None):
-        """x: (B, S, dim). Without a cache (training) ``mask`` covers the S×S block;
-        with one, the new keys are written at ``input_pos`` (S,) (an int: the first of S
-        consecutive positions) and the queries attend to the cache's first ``kv_len``
-        positions (None: all of it); ``mask`` is (B or 1, 1, S, that many), bool or an
-        additive float mask in the queries' dtype. ``static``: the compiled step's form
-        (``Transformer.static_step``): this layer's whole (key, value) caches passed in,
-        written at ``input_pos`` and attended to whole under the bool ``mask``."""
+    def forward(self, x, rope, mask, input_pos: "torch.Tensor | int | None" = None, kv_len: Optional[int] = None):
+        """x: (B, S, dim). Without a cache (training) ``mask`` covers the S×S block (None: causal);
+        with one, the new keys are written at ``input_pos`` (see ``KVCache.update``) and the queries
+        attend to the cache's first ``kv_len`` positions (None: all of it) under ``mask``."""
         b, s, _ = x.shape
         nh, nkv, hd = self.n_head, self.n_kv_head, self.head_dim
-        # The Linears' weights are used directly (F.linear), here and in FeedForward: a module call
-        # is Python work, and on a busy CPU a decode step's small costs are mostly cache misses.
-        qkv = F.linear(x, self.wqkv.weight)
+        qkv = self.wqkv(x)
         # queries and keys rotated in one call (a view of their columns; the rotation is elementwise)
         qk = apply_rope(qkv[..., : (nh + nkv) * hd].unflatten(-1, (nh + nkv, hd)), rope)
-        q = qk[:, :, :nh].transpose(1, 2)
-        k = qk[:, :, nh:].transpose(1, 2)
+        q, k = qk[:, :, :nh].transpose(1, 2), qk[:, :, nh:].transpose(1, 2)
         v = qkv[..., (nh + nkv) * hd :].unflatten(-1, (nkv, hd)).transpose(1, 2)
-        if static is not None:
-            k_cache, v_cache = static[0][:b], static[1][:b]
-            k_cache.index_copy_(2, input_pos, k.to(k_cache.dtype))
-            v_cache.index_copy_(2, input_pos, v.to(v_cache.dtype))
-            k, v = k_cache, v_cache
-        elif self.kv_cache is not None and input_pos is not None:
+        if self.kv_cache is not None and input_pos is not None:
             k, v = self.kv_cache.update(input_pos, k, v)
             if kv_len is not None:
                 k, v = k[:, :, :kv_len], v[:, :, :kv_len]
-        if self.n_kv_head != self.n_head:
-            rep = self.n_head // self.n_kv_head
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
+        if nkv != nh:
+            k, v = k.repeat_interleave(nh // nkv, dim=1), v.repeat_interleave(nh // nkv, dim=1)
         drop = self.attn_dropout_p if self.training else 0.0
-        if static is not None:
-            out = masked_attention(q, k, v, mask)
-        elif mask is None:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)
-        out = F.linear(out.transpose(1, 2).reshape(b, s, self.dim), self.wo.weight)
-        return self.resid_dropout(out) if self.training else out
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=drop)
+        return self.resid_dropout(self.wo(out.transpose(1, 2).reshape(b, s, self.dim)))
 
 
 class TransformerBlock(nn.Module):
@@ -407,13 +146,9 @@ class TransformerBlock(nn.Module):
         self.attention_norm = RMSNorm(args.dim, args.norm_eps)
         self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
 
-    def forward(self, x, rope, mask, input_pos=None, kv_len=None, static=None):
-        if torch.is_grad_enabled():
-            h = x + self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len, static)
-            return h + self.feed_forward(self.ffn_norm(h))
-        # without autograd the residual sums go into the branches' own outputs (a + x is x + a, bit for bit)
-        h = self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len, static).add_(x)
-        return self.feed_forward(self.ffn_norm(h)).add_(h)
+    def forward(self, x, rope, mask, input_pos=None, kv_len=None):
+        h = x + self.attention(self.attention_norm(x), rope, mask, input_pos, kv_len)
+        return h + self.feed_forward(self.ffn_norm(h))
 
 
 # --------------------------------------------------------------------------- the model
@@ -433,17 +168,7 @@ class Transformer(nn.Module):
         self.cls_token_num = args.cls_token_num
         self.block_size = args.block_size
         self.model_type = args.model_type
-        if args.model_type == "c2i" and args.num_styles > 0:
-            if args.cls_token_num != 1:
-                raise ValueError(f"a factorised class model has one prefix token, got cls_token_num {args.cls_token_num}")
-            self.cls_embedding = FactorisedClassEmbedder(args.num_classes, args.num_styles, args.num_tones, args.dim,
-                                                         args.class_dropout_prob)
-        elif args.model_type == "c2i":
-            self.cls_embedding = LabelEmbedder(args.num_classes, args.dim, args.class_dropout_prob)
-        elif args.model_type == "t2i":
-            self.cls_embedding = CaptionEmbedder(args.caption_dim, args.dim, args.class_dropout_prob, args.cls_token_num)
-        else:
-            raise ValueError(f"model_type must be 'c2i' or 't2i', got {args.model_type!r}")
+        self.cls_embedding = prefix_embedder(args)
         self.tok_embeddings = nn.Embedding(args.vocab_size, args.dim)
         self.tok_dropout = nn.Dropout(args.token_dropout_p)
         self.layers = nn.ModuleList(TransformerBlock(args) for _ in range(args.n_layer))
@@ -460,9 +185,6 @@ class Transformer(nn.Module):
         # otherwise convert the bool mask into at every layer of every step
         self.register_buffer("attn_bias", None, persistent=False)
         self.cache_batch = 0
-        # compiled fixed-shape decode steps (engine.compiled.StepGraphs), set by ImagePipeline.compile_steps;
-        # None: every step runs eagerly
-        self.step_graphs = None
         self.reset_parameters()
 
     # ---------------------------------------------------------------- init / misc
@@ -538,7 +260,7 @@ class Transformer(nn.Module):
     def forward(self, idx, cond, caption_mask=None):
         return self.teacher_forced_logits(idx, cond, caption_mask)
 
-    # ---------------------------------------------------------------- cached inference
+    # ---------------------------------------------------------------- cached inference (engine/runner.py: the fast path)
     def allocate_caches(self, max_batch_size: int, max_seq_len: Optional[int] = None, dtype=None, device=None) -> None:
         """Allocate the static KV caches and the mask buffer for up to ``max_batch_size``
         rows of ``max_seq_len`` positions (default: prefix + image). Idempotent: when
@@ -582,51 +304,18 @@ class Transformer(nn.Module):
         """Sequence positions first .. first+count-1 as a tensor on the model's device."""
         return torch.arange(first, first + count, device=self.rope.device)
 
-    def forward_cached(self, h: torch.Tensor, input_pos: "torch.Tensor | int") -> torch.Tensor:
-        """Run embedded inputs h (B, S, dim) at sequence positions ``input_pos`` through
-        the cached stack; returns final (normed) hidden states (B, S, dim).
-
-        A tensor ``input_pos`` (S,) attends over the whole cache: every shape is the
-        same at every step, as ``torch.compile`` / CUDA graphs want (``static_step``). An
-        int is the first of S consecutive positions, and attention then reads the cache
-        only up to the last of them — what eager decoding runs (the causal mask hides the
-        rest anyway, and skipping it saves ~5-10 % of a 25-token verify on a CPU).
-        """
+    def forward_cached(self, h: torch.Tensor, first: int) -> torch.Tensor:
+        """Embedded inputs h (B, S, dim) at sequence positions first … first+S-1 through the cached
+        stack → final (normed) hidden states (B, S, dim); attention reads the cache only up to the
+        last of them (the causal mask hides the rest anyway)."""
         b, s = h.shape[:2]
-        if torch.is_tensor(input_pos):
-            return self._forward_static(h, input_pos, self.attn_mask[:b, :, input_pos], self.cache_tensors())
-        # slices (views) of the mask and the rotary table; the caches are written as slices too
-        kv_len = input_pos + s
-        bias = self.attn_bias
-        if bias.dtype == h.dtype:
-            mask = bias[:b, :, input_pos:kv_len, :kv_len]
-        else:  # attention wants a float mask in the queries' dtype
-            mask = self.attn_mask[:b, :, input_pos:kv_len, :kv_len]
-        rope = rope_complex(self.rope[input_pos:kv_len])
+        end = first + s
+        bias = self.attn_bias  # the mask as 0 / -inf in the caches' dtype; a bool one for other inputs
+        mask = bias[:b, :, first:end, :end] if bias.dtype == h.dtype else self.attn_mask[:b, :, first:end, :end]
+        rope = rope_complex(self.rope[first:end])
         for layer in self.layers:
-            h = layer(h, rope, mask, input_pos, kv_len)
+            h = layer(h, rope, mask, first, end)
         return self.norm(h)
-
-    def cache_tensors(self) -> list:
-        """Every layer's (key cache, value cache), whole: what ``static_step`` is handed."""
-        return [(layer.attention.kv_cache.k_cache, layer.attention.kv_cache.v_cache) for layer in self.layers]
-
-    def _forward_static(self, h: torch.Tensor, input_pos: torch.Tensor, mask: torch.Tensor, caches) -> torch.Tensor:
-        """The fixed-shape stack: whole-cache attention under a bool ``mask`` (B, 1, S, L), the
-        rotation in real arithmetic (what ``torch.compile`` generates code for)."""
-        rope = self.rope[input_pos]
-        for layer, cache in zip(self.layers, caches):
-            h = layer(h, rope, mask, input_pos, None, cache)
-        return self.norm(h)
-
-    def static_step(self, tokens: torch.Tensor, input_pos: torch.Tensor, mask: torch.Tensor):
-        """The decode forward at fixed shapes, what ``engine.compiled.StepGraphs`` compiles: image
-        tokens (B, S) at sequence positions ``input_pos`` (S,), attending under ``mask`` (B, 1, S, L)
-        (rows of ``attn_mask``, passed in: a graph never holds a sequence's mask as a constant; it
-        may hold the weights, and it is bound to these KV caches) → (logits (B, S, V) fp32,
-        features (B, S, dim))."""
-        feats = self._forward_static(self.tok_embeddings(tokens), input_pos, mask, self.cache_tensors())
-        return self.output(feats).float(), feats
 
     @torch.no_grad()
     def prefill(self, cond: torch.Tensor):
@@ -644,10 +333,13 @@ class Transformer(nn.Module):
         never read, so "rolling back" to an accepted length just means calling
         ``step`` again from that index.
         """
-        graphs = self.step_graphs
-        if graphs is not None:
-            out = graphs.run(self, tokens, first_index)
-            if out is not None:
-                return out
         feats = self.forward_cached(self.tok_embeddings(tokens), self.cls_token_num + first_index)
         return self.output(feats).float(), feats
+
+    # ---------------------------------------------------------------- as a decode target (runner.DecodeTarget)
+    compiled_calls = 0  # the reference never runs a compiled graph
+
+    @property
+    def model(self) -> "Transformer":
+        """A bare Transformer decodes by its own reference forward (``Decoding(gpt, …)``)."""
+        return self

@@ -22,10 +22,10 @@ import torch
 from .neighbours import ProximityTable
 from .decode import Decoding, DecodeStats, StepEvent
 from .drafters import Drafter, EagleDrafter, EagleHead, JacobiDrafter
-from . import compiled as _compiled
 from . import precision as _precision
 from .compiled import StepGraphs
-from .model import Transformer, fuse_feed_forwards
+from .model import Transformer
+from .runner import Runner
 from .settings import GenerationSettings, SettingsError
 from .text import Conditioner
 
@@ -79,11 +79,11 @@ class ImagePipeline:
         source: Optional[ModelSource] = None,
         scorer: Optional[Scorer] = None,
     ):
-        # for inference: each feed-forward's w1 and w3 fused into one matrix product (state dicts unchanged)
-        self.gpt = fuse_feed_forwards(gpt.eval())
+        self.gpt = gpt.eval()
+        self.runner = Runner(self.gpt)  # the decode loop's fast path over the target (engine/runner.py)
         self.vq = vq.eval()
         self.conditioner = conditioner
-        self.eagle = fuse_feed_forwards(eagle.eval()) if eagle is not None else None
+        self.eagle = eagle.eval() if eagle is not None else None
         self.defaults = defaults or GenerationSettings()
         self.name = name
         self._table_cache = table_cache
@@ -115,6 +115,7 @@ class ImagePipeline:
         self.vq.to(device)
         if self.eagle is not None:
             self.eagle.to(device)
+        self._new_runner()  # its fused weights are copies: made again where the weights now are
         return self
 
     def set_precision(self, precision: "str | torch.dtype | None" = "auto") -> "ImagePipeline":
@@ -125,7 +126,15 @@ class ImagePipeline:
         _precision.cast_transformer(self.gpt, dtype)
         if self.eagle is not None:
             _precision.cast_transformer(self.eagle, dtype)
+        self._new_runner()  # fused copies of the cast weights
         return self
+
+    def _new_runner(self) -> None:
+        """A runner over the target's weights as they are now, keeping the compiled steps (bound to the
+        weights they were made for: new weights compile again on first use)."""
+        graphs = self.runner.graphs
+        self.runner = Runner(self.gpt)
+        self.runner.graphs = graphs
 
     def with_precision(self, precision: "str | torch.dtype") -> "ImagePipeline":
         """A pipeline sharing this one's tokenizer, conditioner and neighbour table,
@@ -137,6 +146,7 @@ class ImagePipeline:
             return self
         other = copy.copy(self)
         other.gpt = _precision.cast_transformer(copy.deepcopy(self.gpt), dtype)
+        other.runner = Runner(other.gpt)
         if self.eagle is not None:
             other.eagle = _precision.cast_transformer(copy.deepcopy(self.eagle), dtype)
         return other
@@ -150,15 +160,14 @@ class ImagePipeline:
         eagerly and the graphs' ``note`` says why in one line (``progress`` hears it too)."""
         if widths is None:
             widths = (1, self.defaults.draft_length + 1)
-        graphs = _compiled.compile_steps(self.gpt, widths, progress)
+        graphs = self.runner.compile(widths, progress)
         if warm:
-            rows = 2 if self.defaults.sampling.uses_cfg else 1
-            _compiled.warm(self.gpt, (rows,))
+            self.runner.warm((2 if self.defaults.sampling.uses_cfg else 1,))
         return graphs
 
     def decode_eagerly(self) -> None:
         """Drop the compiled steps: every step runs eagerly again."""
-        self.gpt.step_graphs = None
+        self.runner.decode_eagerly()
 
     def with_compiled_steps(self, widths: Optional[Sequence[int]] = None,
                             progress: Optional[Callable[[str], None]] = None) -> "ImagePipeline":
@@ -166,14 +175,15 @@ class ImagePipeline:
         copy of the target decoding through compiled steps (``compile_steps``, warmed); this one
         keeps decoding eagerly."""
         other = copy.copy(self)
-        other.gpt = copy.deepcopy(self.gpt)  # the copy has no graphs (StepGraphs are never copied)
+        other.gpt = copy.deepcopy(self.gpt)
+        other.runner = Runner(other.gpt)  # a runner of its own: this one keeps decoding eagerly
         other.compile_steps(widths, warm=True, progress=progress)
         return other
 
     @property
     def compiled(self) -> Optional[StepGraphs]:
         """The compiled steps decoding uses, or None (eager)."""
-        return self.gpt.step_graphs
+        return self.runner.graphs
 
     @property
     def dtype(self) -> torch.dtype:
@@ -235,7 +245,7 @@ class ImagePipeline:
             cond = cond.to(next(self.gpt.parameters()).dtype)
         mask = c.mask.to(dev) if c.mask is not None else None
         table = self.table if settings.relaxation.active else None
-        run = Decoding(self.gpt, cond, settings, mask, self.make_drafter(settings), table, should_stop)
+        run = Decoding(self.runner, cond, settings, mask, self.make_drafter(settings), table, should_stop)
         return run, c
 
     @torch.no_grad()

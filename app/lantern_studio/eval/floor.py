@@ -15,11 +15,15 @@ import torch
 from ..engine.decode import cfg_batch
 
 
-def _linears(gpt):
-    for layer in gpt.layers:
+def _weights(runner):
+    """Every matrix one decode step multiplies by, as the runner holds them (w1 and w3 fused or not)."""
+    gpt = runner.model
+    for i, layer in enumerate(gpt.layers):
         a, f = layer.attention, layer.feed_forward
-        yield from (a.wqkv, a.wo) + ((f.w13,) if f.fused else (f.w1, f.w3)) + (f.w2,)
-    yield gpt.output
+        yield from (a.wqkv.weight, a.wo.weight)
+        yield from ((runner.w13[i],) if runner.w13 is not None else (f.w1.weight, f.w3.weight))
+        yield f.w2.weight
+    yield gpt.output.weight
 
 
 def prefix_rows(pipe, prompt: str):
@@ -36,22 +40,22 @@ def prefix_rows(pipe, prompt: str):
 @torch.inference_mode()
 def step_vs_floor(pipe, prompt: str = "red heart", steps: int = 64, repeats: int = 3) -> dict:
     """→ {"step_ms", "floor_ms", "ratio", "rows"} for the pipeline's target on this machine."""
-    gpt = pipe.gpt
+    gpt, runner = pipe.gpt, pipe.runner
     cond, mask = prefix_rows(pipe, prompt)
     rows = cond.shape[0]
     dev = pipe.device
     steps = max(1, min(steps, gpt.block_size - 1))  # the cache holds one image
     best_step = float("inf")
     for _ in range(repeats):
-        gpt.start_sequence(rows, mask)  # the same caches each time (a compiled step is bound to them)
-        gpt.prefill(cond)
+        runner.start_sequence(rows, mask)  # the same caches each time (a compiled step is bound to them)
+        runner.prefill(cond)
         tok = torch.zeros(rows, 1, dtype=torch.long, device=dev)
         t = time.perf_counter()
         for i in range(steps):
-            gpt.step(tok, i)
+            runner.step(tok, i)
         best_step = min(best_step, (time.perf_counter() - t) / steps)
     gpt.clear_cache()
-    ws = [m.weight.detach() for m in _linears(gpt)]
+    ws = [w.detach() for w in _weights(runner)]
     xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype, device=dev) for w in ws}
     best_floor = float("inf")
     for _ in range(repeats):

@@ -26,22 +26,22 @@ def cost_curve(pipe, prompt: str, widths: Sequence[int] = WIDTHS, rounds: int = 
     ``rounds`` cached forwards of that many positions at the model's CFG rows. One untimed pass over every
     width first (first calls allocate), then the repeats interleave the widths, so a burst of load on the
     machine lands on all widths alike rather than on one."""
-    gpt = pipe.gpt
+    gpt, runner = pipe.gpt, pipe.runner  # timed on the path decoding runs (compiled when compiled)
     cond, mask = prefix_rows(pipe, prompt)
     rows = cond.shape[0]
     total = pipe.grid * pipe.grid
     first = min(FIRST_INDEX, total // 3)
     sizes = list(dict.fromkeys(max(1, min(int(w), total - first - 1)) for w in widths))  # a small grid clips
     best = {w: float("inf") for w in sizes}
-    gpt.start_sequence(rows, mask)
-    gpt.prefill(cond)
+    runner.start_sequence(rows, mask)
+    runner.prefill(cond)
     try:
         for rep in range(repeats + 1):
             for width in sizes:
                 tokens = torch.zeros(rows, width, dtype=torch.long, device=pipe.device)
                 t = time.perf_counter()
                 for _ in range(rounds if rep else 1):
-                    gpt.step(tokens, first)  # rewrites the same cache rows each time: nothing accumulates
+                    runner.step(tokens, first)  # rewrites the same cache rows each time: nothing accumulates
                 if rep:
                     best[width] = min(best[width], (time.perf_counter() - t) / rounds)
     finally:

@@ -139,7 +139,7 @@ class SampleValidation:
         pics = []
         for row, style, _ in self.classes:
             cond = torch.tensor([[row, style, 0]])
-            pics.append([pipe.decode_image(generate_tokens(pipe.gpt, cond, sampling.settings(self.base, seed))[0])
+            pics.append([pipe.decode_image(generate_tokens(pipe.runner, cond, sampling.settings(self.base, seed))[0])
                          for seed in range(self.seeds)])
         return np.asarray(pics, dtype=np.uint8)
 

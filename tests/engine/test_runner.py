@@ -1,0 +1,77 @@
+"""The fast path (engine/runner.py) against the reference model (engine/model.py): the same tokens for a
+seed, the same logits at every step, and nothing of the model changed by running it."""
+
+import numpy as np
+import pytest
+import torch
+
+from lantern_studio.engine.decode import generate_tokens
+from lantern_studio.engine.drafters import JacobiDrafter
+from lantern_studio.engine.neighbours import ProximityTable
+from lantern_studio.engine.precision import cast_transformer
+from lantern_studio.engine.runner import Runner
+from lantern_studio.engine.settings import GenerationSettings
+from support.tiny import caption, tiny_gpt
+
+
+def _decodes(target, cond, mask, table):
+    """(tokens, decisions) of vanilla, exact and relaxed Jacobi decodes at two CFG scales and three seeds."""
+    base = GenerationSettings(top_k=0, temperature=1.0, draft_length=4)
+    out = []
+    for cfg in (1.0, 2.0):
+        for seed in range(3):
+            s = base.with_(seed=seed, cfg_scale=cfg)
+            for kw in ({}, {"drafter": "jacobi", "delta": 0.0}, {"drafter": "jacobi", "k": 8, "delta": 0.3}):
+                drafter = JacobiDrafter() if kw else None
+                tok, dec, _ = generate_tokens(target, cond, s.with_(**kw), mask, drafter=drafter, table=table)
+                out.append((tok.clone(), dec.copy()))
+    return out
+
+
+@pytest.mark.parametrize("model_type", ["c2i", "t2i"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("fuse", [True, False])
+def test_runner_and_reference_draw_the_same_tokens(model_type, dtype, fuse):
+    gpt = cast_transformer(tiny_gpt(model_type, seed=3, vocab=32, grid=4, dim=32, layers=2), dtype)
+    cond, mask = (torch.tensor([5]), None) if model_type == "c2i" else caption(valid=3)
+    if cond.is_floating_point():
+        cond = cond.to(dtype)
+    table = ProximityTable(torch.randn(32, 4, generator=torch.Generator().manual_seed(0)))
+    reference = _decodes(gpt, cond, mask, table)
+    fast = _decodes(Runner(gpt, fuse=fuse), cond, mask, table)
+    assert len(reference) == 18
+    for (want_tok, want_dec), (tok, dec) in zip(reference, fast):
+        assert torch.equal(want_tok, tok)
+        assert np.array_equal(want_dec, dec)
+
+
+def test_the_runner_gives_the_reference_logits_at_every_step_and_a_wrong_fast_path_is_caught():
+    gpt = tiny_gpt("t2i", seed=1, vocab=24, grid=4, dim=32, layers=2)
+    cond, mask = caption(valid=4)
+    seq = torch.randint(0, 24, (1, 16), generator=torch.Generator().manual_seed(2))
+
+    def logits(target):
+        target.start_sequence(1, mask)
+        out = [target.prefill(cond)[0]]
+        for first, width in ((0, 3), (3, 1), (4, 6), (10, 5)):  # a prefix, one token, verifies
+            out.append(target.step(seq[:, first:first + width], first)[0])
+        return out
+
+    want = logits(gpt)
+    runner = Runner(gpt)
+    for a, b in zip(want, logits(runner)):
+        assert torch.equal(a, b)
+    # the mutant: a runner whose fused feed-forward swaps w1 and w3 must not pass the same comparison
+    runner.w13 = [torch.cat([w[w.shape[0] // 2:], w[: w.shape[0] // 2]]) for w in runner.w13]
+    assert not all(torch.equal(a, b) for a, b in zip(want, logits(runner)))
+
+
+def test_running_sets_nothing_on_the_model():
+    gpt = tiny_gpt("c2i", seed=0, vocab=16, grid=2, dim=32, layers=2)
+    before = (set(vars(gpt)), set(gpt.state_dict()), {k: v.clone() for k, v in gpt.state_dict().items()})
+    runner = Runner(gpt)
+    runner.compile((1, 3))  # graphs belong to the runner (they compile on first use)
+    generate_tokens(runner, torch.tensor([1]), GenerationSettings(seed=0, cfg_scale=1.0, drafter="none"))
+    assert set(vars(gpt)) == before[0] and set(gpt.state_dict()) == before[1]
+    assert all(torch.equal(v, before[2][k]) for k, v in gpt.state_dict().items())
+    assert not hasattr(gpt, "step_graphs") and runner.graphs is not None
