@@ -110,3 +110,22 @@ def test_a_prompt_whose_best_match_is_outside_is_drawn_as_the_inside_emoji_neare
     # "a happy dog" is as near "happy cat" as "dog face" by words, but what it means is the dog it does not know
     m = c.match("happy dog")
     assert m.outside == "dog" and m.name == "dog face"
+
+
+def test_a_model_offers_only_the_styles_it_was_trained_to_draw():
+    """offered_styles (model v4 trains fluent flat only): other styles keep their rows but are refused by
+    name and never picked for 'any'; an identity without art in an offered style is drawn in its own."""
+    enc = HashEncoder(512)
+    vec = enc.pooled([r["name"] for r in CLASSES])
+    c = IdentityConditioner(enc, CLASSES, STYLES, TONES, vec, default_style="fluent-flat",
+                            offered_styles=["fluent-flat"])
+    assert c.styles == STYLES and c.offered_styles == ["fluent-flat"]
+    with pytest.raises(SettingsError, match="style: unknown style 'google'; choose from fluent-flat or 'any'"):
+        c("a dog", GenerationSettings(style="google"))
+    assert {c("a dog", GenerationSettings(style="any", seed=s)).match.style for s in range(20)} == {"fluent-flat"}
+    assert c("a dog").match.style == "fluent-flat"
+    assert c("red heart").match.style == "google"  # no fluent art: its own first style, not a blank one
+    with pytest.raises(ValueError, match="default style 'google' is not one of fluent-flat"):
+        IdentityConditioner(enc, CLASSES, STYLES, TONES, vec, default_style="google", offered_styles=["fluent-flat"])
+    with pytest.raises(ValueError, match="offered style 'crayon'"):
+        IdentityConditioner(enc, CLASSES, STYLES, TONES, vec, offered_styles=["crayon"])

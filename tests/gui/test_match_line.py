@@ -56,3 +56,15 @@ def test_a_caption_model_has_no_match_line(qtbot, tiny):
     w = open_window(qtbot, tiny)
     assert not w.controls.match_line.isVisible()
     assert w.controls.settings().style == ""
+
+
+def test_the_style_selector_lists_only_the_styles_the_model_offers(qtbot, tmp_path):
+    import json
+
+    folder = tiny_v3_folder(tmp_path / "model")
+    man = json.loads((folder / "model.json").read_text())
+    man["conditioning"]["offered_styles"] = ["b"]  # what train ship writes for a run trained on style b only
+    (folder / "model.json").write_text(json.dumps(man))
+    w = open_window(qtbot, folder)
+    box = w.controls.match_line.style_box
+    assert [box.itemData(i) for i in range(box.count())] == ["", "any", "b"]

@@ -94,7 +94,9 @@ class IdentityConditioner:
     optionally ``styles`` (the styles it has art in) and ``tones`` (whether it has skin-tone
     variants); ``vectors`` / ``tag_vectors``: (N, D) l2-normalised sentence vectors of each
     name and of each name with its keywords; ``outside`` (+ its two vector sets): identities
-    of the data the model was not taught. ``#12`` picks class row 12 directly.
+    of the data the model was not taught. ``#12`` picks class row 12 directly. ``offered_styles``:
+    the styles the model draws well enough to offer (default: all); the others keep their class
+    rows (the embedding has them) but are refused by name and never chosen for "any".
     """
 
     warm_prompt = "#0"
@@ -102,16 +104,21 @@ class IdentityConditioner:
     def __init__(self, encoder: TextEncoder, identities: Sequence[dict], styles: Sequence[str],
                  tones: Sequence[str], vectors: torch.Tensor, tag_vectors: Optional[torch.Tensor] = None,
                  default_style: Optional[str] = None, outside: Sequence[dict] = (),
-                 outside_vectors: Optional[torch.Tensor] = None, outside_tag_vectors: Optional[torch.Tensor] = None):
+                 outside_vectors: Optional[torch.Tensor] = None, outside_tag_vectors: Optional[torch.Tensor] = None,
+                 offered_styles: Optional[Sequence[str]] = None):
         self.encoder = encoder
         self.identities = list(identities)
         self.styles = list(styles)
         self.tones = list(tones)
         if not self.identities or not self.styles:
             raise ValueError("an identity conditioner needs at least one identity and one style")
-        self.default_style = default_style or self.styles[0]
-        if self.default_style not in self.styles:
-            raise ValueError(f"default style {self.default_style!r} is not one of {', '.join(self.styles)}")
+        self.offered_styles = list(offered_styles) if offered_styles else list(self.styles)
+        unknown = [s for s in self.offered_styles if s not in self.styles]
+        if unknown:
+            raise ValueError(f"offered style {unknown[0]!r} is not one of {', '.join(self.styles)}")
+        self.default_style = default_style or self.offered_styles[0]
+        if self.default_style not in self.offered_styles:
+            raise ValueError(f"default style {self.default_style!r} is not one of {', '.join(self.offered_styles)}")
         self.vectors = _check_vectors(vectors, len(self.identities), "vectors")
         self.tag_vectors = _check_vectors(tag_vectors, len(self.identities), "tag_vectors")
         self.outside = list(outside)
@@ -160,20 +167,21 @@ class IdentityConditioner:
         return self._ranked(v / v.norm().clamp(min=1e-8), n)
 
     def style_for(self, identity: int, style: str, seed: int) -> str:
-        """The style drawn: ``style`` by name, the default ("" — or the identity's first style when
-        it has no art in the default), or "any" (one of the identity's styles, chosen by the seed)."""
+        """The style drawn: ``style`` by name (an offered one), the default ("" — or, when the identity
+        has no art in it, its first offered style, else its first style), or "any" (one of the
+        identity's offered styles, chosen by the seed)."""
         if not isinstance(style, str):
             raise SettingsError("style", f"must be a style name, got {type(style).__name__}")
+        offered = self.offered_styles
+        have = [s for s in self.identities[identity].get("styles") or self.styles if s in self.styles]
         if style == ANY_STYLE:
-            have = [s for s in self.identities[identity].get("styles") or self.styles if s in self.styles]
-            return random.Random(seed).choice(have or self.styles)
+            return random.Random(seed).choice([s for s in have if s in offered] or offered)
         if style == DEFAULT_STYLE:
-            have = self.identities[identity].get("styles")
-            if have and self.default_style not in have:
-                return next((s for s in self.styles if s in have), self.default_style)
-            return self.default_style
-        if style not in self.styles:
-            raise SettingsError("style", f"unknown style {style!r}; choose from {', '.join(self.styles)} or 'any'")
+            if self.default_style in have or not have:
+                return self.default_style
+            return next((s for s in offered if s in have), have[0])
+        if style not in offered:
+            raise SettingsError("style", f"unknown style {style!r}; choose from {', '.join(offered)} or 'any'")
         return style
 
     def match(self, prompt: str, style: str = DEFAULT_STYLE, seed: int = 0, alternatives: int = 3) -> Match:

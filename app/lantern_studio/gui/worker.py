@@ -58,7 +58,7 @@ def _style_previews(pipe) -> Optional[dict]:
     folder = pipe.source.folder
     if folder is None:
         return None
-    return {s: str(folder / "styles" / f"{s}.png") for s in pipe.conditioner.styles
+    return {s: str(folder / "styles" / f"{s}.png") for s in pipe.conditioner.offered_styles
             if (folder / "styles" / f"{s}.png").is_file()}
 
 
@@ -109,7 +109,7 @@ class Worker(QObject):
         return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
                          p.scorer is not None, str(folder) if folder is not None else None,
                          p.precision, _class_names(p), p.conditioner.match if snaps else None,
-                         tuple(p.conditioner.styles) if snaps else (),
+                         tuple(p.conditioner.offered_styles) if snaps else (),
                          p.conditioner.default_style if snaps else "", _style_previews(p) if snaps else None,
                          _steps(p))
 

@@ -109,8 +109,12 @@ def read_manifest(folder) -> dict:
         dim = cond.get("dim", 384)
         if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65536:
             raise _bad(folder, f'"conditioning.dim" must be an integer in [1, 65536], got {dim!r}')
-        if cond.get("default_style") is not None and cond["default_style"] not in cond["styles"]:
-            raise _bad(folder, f'"conditioning.default_style" {cond["default_style"]!r} is not one of its styles')
+        offered = cond.get("offered_styles", cond["styles"])
+        if not (isinstance(offered, list) and offered and all(isinstance(n, str) and n in cond["styles"]
+                                                              for n in offered)):
+            raise _bad(folder, '"conditioning.offered_styles" must be a non-empty list of its styles')
+        if cond.get("default_style") is not None and cond["default_style"] not in offered:
+            raise _bad(folder, f'"conditioning.default_style" {cond["default_style"]!r} is not one of its offered styles')
         snap = cond.get("snap")
         if not (isinstance(snap, dict) and isinstance(snap.get("vectors"), str)):
             raise _bad(folder, '"conditioning.snap" must be {"vectors": FILE}')
@@ -195,7 +199,7 @@ def identity_conditioner(spec: dict, folder: Path) -> IdentityConditioner:
     try:
         return IdentityConditioner(encoder, vocab.identities, vocab.styles, vocab.tones, t.get("vectors"),
                                    t.get("tag_vectors"), spec.get("default_style"), vocab.outside,
-                                   t.get("outside_vectors"), t.get("outside_tag_vectors"))
+                                   t.get("outside_vectors"), t.get("outside_tag_vectors"), spec.get("offered_styles"))
     except ValueError as e:
         raise _bad(folder, f"the snap vectors do not fit identities.json ({e})") from None
 

@@ -529,6 +529,8 @@ def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, 
         (run / "identities.json").write_text(prep["vocabulary"], encoding="utf-8")
         metrics["classes"] = {"styles": prep["styles"], "tones": prep["tones"], "repertoire": args.repertoire,
                               "identities": prep["identities"], "images": len(prep["cond"])}
+        if _style_list(getattr(args, "styles", None)):  # the styles its images came from (ship offers only those)
+            metrics["classes"]["trained_styles"] = _style_list(args.styles)
     write_json(run / "metrics.json", metrics)
     log(f"exported {run / 'gpt.safetensors'} (step {step}{', EMA' if ema is not None else ''})")
     return metrics

@@ -133,8 +133,12 @@ PREVIEW_IDENTITIES = ("1F600", "1F436", "2764-FE0F", "2764")
 
 
 def style_previews(folder: Path, images: np.ndarray, meta: list, styles) -> list:
-    """styles/<style>.png: one emoji from the dataset in each style, 32 px, for the style selector."""
+    """styles/<style>.png: one emoji from the dataset in each style, 32 px, for the style selector (the
+    previews of styles no longer offered are removed)."""
     (folder / "styles").mkdir(exist_ok=True)
+    for old in (folder / "styles").glob("*.png"):
+        if old.stem not in styles:
+            old.unlink()
     names = []
     for style in styles:
         rows = {m["identity"]: i for i, m in enumerate(meta) if m["style"] == style and not m.get("skin_tone")}
@@ -191,10 +195,14 @@ def ship(args) -> dict:
         vocab = read_vocabulary(src, classes.get("styles"), classes.get("tones"))
         (out / "identities.json").write_text(vocab.to_json(), encoding="utf-8")
         snap = class_snap_files(out, vocab, encoder)
-        extra_files = ["identities.json", "snap_vectors.safetensors", *style_previews(out, images, meta, vocab.styles)]
+        # a run trained on some styles only (train ar --styles) offers just those; the others keep their rows
+        offered = classes.get("trained_styles") or vocab.styles
+        extra_files = ["identities.json", "snap_vectors.safetensors", *style_previews(out, images, meta, offered)]
         conditioning = {"kind": "class", "factorised": True, "identities": "identities.json", "styles": vocab.styles,
                         "tones": vocab.tones, "default_style": args.style, "repertoire": classes.get("repertoire"),
                         "snap": snap, **encoder_spec(args.encoder)}
+        if offered != vocab.styles:
+            conditioning["offered_styles"] = list(offered)
         defaults = CLASS_DEFAULTS
     else:
         snap = snap_files(out, meta, encoder)
