@@ -243,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("drafter", ".training.drafter", "train the EAGLE drafter on the AR model's features"),
         ("recogniser", ".training.recogniser", "train the quality recogniser on real images"),
         ("ship", ".training.ship", "assemble the bundled model folder from trained runs"),
+        ("validate", ".training.validation", "draw validation classes with a class model and score them"),
     ]:
         _add_module(tsub, name, mod, text)
 

@@ -118,7 +118,8 @@ def test_variety_counts_classes_whose_two_seeds_differ_and_identical_seeds_count
     assert share == 0.5 and dist > DIFFERENT_PICTURES
 
 
-def test_sample_validation_draws_and_scores_every_class_at_every_sampling(tmp_path):
+def _judged_folder(tmp_path):
+    """A tiny class model folder with an (untrained) identity judge beside it."""
     folder = tiny_v3_folder(tmp_path / "m")
     rows = json.loads((folder / "identities.json").read_text())["classes"]
     ids = [r["identity"] for r in rows]
@@ -128,6 +129,11 @@ def test_sample_validation_draws_and_scores_every_class_at_every_sampling(tmp_pa
     man = json.loads((folder / "model.json").read_text())
     man["recogniser"] = "recogniser.safetensors"
     (folder / "model.json").write_text(json.dumps(man))
+    return folder, man
+
+
+def test_sample_validation_draws_and_scores_every_class_at_every_sampling(tmp_path):
+    folder, man = _judged_folder(tmp_path)
     from lantern_studio.engine.checkpoints import load_gpt
 
     gpt = load_gpt(folder / "gpt.safetensors").train()
@@ -146,3 +152,18 @@ def test_sample_validation_draws_and_scores_every_class_at_every_sampling(tmp_pa
         "validation-000007-1.0_0_1.0.png", "validation-000007-greedy_1.0.png"]
     judge = Recogniser.load(folder / "recogniser.safetensors")
     assert judge.levels == ("identity", "subgroup")
+
+
+def test_the_validate_command_prints_a_row_per_sampling_and_names_a_bad_file_in_one_line(tmp_path, capsys):
+    from lantern_studio.cli import main
+
+    folder, _ = _judged_folder(tmp_path)
+    out = tmp_path / "val.json"
+    assert main(["train", "validate", "--gpt", str(folder / "gpt.safetensors"), "--model", str(folder), "--names", "2",
+                 "--seeds", "2", "--sampling", "1.0/0/1.0", "greedy/1.0", "--json", str(out), "--threads", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "2 validation classes x 2 seeds" in text and "\n1.0/0/1.0 " in text and "\ngreedy/1.0 " in text
+    assert json.loads(out.read_text())["metrics"]["val/greedy/1.0/different_pictures"] == 0.0
+    assert main(["train", "validate", "--gpt", str(tmp_path / "none.safetensors"), "--model", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: train validate:") and "none.safetensors" in err and err.count("\n") == 1

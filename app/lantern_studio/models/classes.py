@@ -161,3 +161,15 @@ def vocabulary_from_json(text: str, styles, tones, where: str = "identities.json
     if not styles:
         raise VocabularyError('"conditioning.styles" must name at least one style')
     return ClassVocabulary(rows, list(styles), list(tones), outside)
+
+
+def styles_tones_of(gpt_path: Path) -> tuple:
+    """The style and tone lists of a class model: its run's metrics.json or its folder's model.json."""
+    for name, get in (("metrics.json", lambda d: d.get("classes") or {}),
+                      ("model.json", lambda d: d.get("conditioning") or {})):
+        f = gpt_path.parent / name
+        if f.is_file():
+            c = get(json.loads(f.read_text(encoding="utf-8")))
+            if c.get("styles"):
+                return c["styles"], c.get("tones", list(TONES))
+    raise FileNotFoundError(f"{gpt_path.parent}: no metrics.json or model.json naming the model's styles")

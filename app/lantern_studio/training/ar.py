@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..engine.files import sha256_file
 from ..engine.model import ModelArgs, Transformer
 from ..engine.text import MiniLMEncoder, left_pad, make_text_encoder
 from ..engine.tokenizer import load_vq
-from ..models.classes import (TONES, ClassVocabulary, VocabularyError, class_rows, read_vocabulary,
+from ..models.classes import (ClassVocabulary, VocabularyError, class_rows, read_vocabulary, styles_tones_of,
                               vocabulary_from_json, vocabulary_from_meta)
 from ..models.dataset import load_dataset
 from ..paths import data_dir, runs_dir
@@ -134,21 +133,9 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
 def grown_vocabulary(meta: list, repertoire: str, grow_from: Path):
     """The class vocabulary of a model trained before (identities.json beside its weights) with the
     identities ``repertoire`` adds appended: every old class keeps its row."""
-    old = read_vocabulary(grow_from.parent / "identities.json", *_styles_tones(grow_from))
+    old = read_vocabulary(grow_from.parent / "identities.json", *styles_tones_of(grow_from))
     new = vocabulary_from_meta(meta, repertoire, styles=old.styles)
     return old.grown(new.identities)
-
-
-def _styles_tones(gpt_path: Path) -> tuple:
-    """The style and tone lists of a class model: its run's metrics.json or its folder's model.json."""
-    for name, get in (("metrics.json", lambda d: d.get("classes") or {}),
-                      ("model.json", lambda d: d.get("conditioning") or {})):
-        f = gpt_path.parent / name
-        if f.is_file():
-            c = get(json.loads(f.read_text(encoding="utf-8")))
-            if c.get("styles"):
-                return c["styles"], c.get("tones", list(TONES))
-    raise FileNotFoundError(f"{gpt_path.parent}: no metrics.json or model.json naming the model's styles")
 
 
 def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,

@@ -11,6 +11,7 @@ variety measure), the CPU seconds it took, and writes the grid of pictures besid
 from __future__ import annotations
 
 import copy
+import sys
 import json
 import time
 from dataclasses import dataclass, replace
@@ -20,11 +21,14 @@ import numpy as np
 import torch
 from PIL import Image
 
+from ..engine.checkpoints import CheckpointError, load_gpt
 from ..engine.decode import generate_tokens
 from ..engine.model import Transformer
 from ..engine.pipeline import ImagePipeline
 from ..engine.settings import GenerationSettings
 from ..engine.tokenizer import load_vq
+from ..models import bundled_dir
+from ..models.classes import styles_tones_of
 from ..models.recogniser import Recogniser, top_k_hits
 
 #: two seeds of one class count as different pictures when their mean absolute pixel difference
@@ -178,3 +182,46 @@ class SampleValidation:
             model.train(was)
         n = len(self.classes) * self.seeds
         return metrics, f"validation ({n} samples): " + "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--gpt", required=True, help="a class model's weights: a run's gpt.safetensors (its identities.json "
+                   "and metrics.json beside it name the classes) or a model folder's")
+    p.add_argument("--model", default=None, help="the model folder whose judge, tokenizer and sampling defaults are "
+                   "used (default: the bundled model)")
+    p.add_argument("--names", type=int, default=48, help="validation classes (default 48)")
+    p.add_argument("--seeds", type=int, default=2, help="seeds per class (default 2)")
+    p.add_argument("--sampling", nargs="+", default=["0.5/10/2", "0.3/5/1.5"], help="T/K/CFG or greedy/CFG, each drawn")
+    p.add_argument("--style", default=None, help="draw in this style where the identity has it (default: the folder's)")
+    p.add_argument("--out", default=None, help="write each sampling's grid here")
+    p.add_argument("--json", default=None, help="write the figures here")
+    p.add_argument("--threads", type=int, default=2)
+
+
+def run(args) -> int:
+    torch.set_num_threads(args.threads)
+    gpt_path, folder = Path(args.gpt), Path(args.model) if args.model else bundled_dir()
+    try:
+        gpt = load_gpt(gpt_path)
+        vocabulary = (gpt_path.parent / "identities.json").read_text(encoding="utf-8")
+        styles, _tones = styles_tones_of(gpt_path)
+        v = SampleValidation(folder, vocabulary, list(styles), [Sampling.parse(t) for t in args.sampling],
+                             names=args.names, seeds=args.seeds, out=Path(args.out) if args.out else None,
+                             prefer_style=args.style)
+    except (OSError, ValueError, CheckpointError) as e:
+        print(f"error: train validate: {e}", file=sys.stderr)
+        return 2
+    metrics, line = v(gpt, 0)
+    print(f"{gpt_path}: {len(v.classes)} validation classes x {v.seeds} seeds, judged by {folder}")
+    print(f"{'sampling':<12} {'id top-1':>8} {'id top-5':>8} {'subgroup':>8} {'seeds differ':>12} {'CPU s':>6}")
+    for s in v.samplings:
+        g = {k.split("/")[-1]: val for k, val in metrics.items() if k.startswith(f"val/{s.name}/")}
+        print(f"{s.name:<12} {g['identity_top1']:>8.3f} {g['identity_top5']:>8.3f} {g.get('subgroup_top5', 0):>8.3f} "
+              f"{g['different_pictures']:>12.2f} {g['cpu_seconds']:>6.0f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"gpt": str(gpt_path), "model": str(folder), "names": len(v.classes),
+                                               "seeds": v.seeds, "metrics": metrics}, indent=2), encoding="utf-8")
+    return 0
