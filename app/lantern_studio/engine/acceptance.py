@@ -27,7 +27,7 @@ from . import step_bound
 from .budget import chain_budgets, slot_budgets
 from .neighbours import ProximityTable
 from .relaxation import Relaxation, total_variation
-from .verification import Verdict, verify_drafts
+from .verification import Judgement, Verdict, verify_drafts
 
 
 # --------------------------------------------------------------------------- the rule
@@ -135,30 +135,27 @@ class LanternRule:
     def chunks(self, n: int):
         return [(0, n)]
 
-    def relaxed(self, lo: int, hi: int) -> torch.Tensor:
-        pd, drafts, relax = self.pd[lo:hi], self.drafts[lo:hi], self.relax
-        px = pd.gather(1, drafts[:, None])[:, 0]
-        self.budget = relaxation_budgets(pd, drafts, relax) if self.on else torch.zeros_like(px)
-        self.mass, self.nb, self.count = neighbourhood(pd, drafts, relax, self.table,
-                                                       self.budget if self.on and relax.kind == "lantern" else None)
-        return px + self.mass
+    def judge(self, lo: int, hi: int) -> Judgement:
+        pd, drafts, q, relax, table, on = self.pd, self.drafts, self.q, self.relax, self.table, self.on
+        px = pd[lo:hi].gather(1, drafts[lo:hi, None])[:, 0]
+        budget = relaxation_budgets(pd[lo:hi], drafts[lo:hi], relax) if on else torch.zeros_like(px)
+        mass, nb, count = neighbourhood(pd[lo:hi], drafts[lo:hi], relax, table,
+                                        budget if on and relax.kind == "lantern" else None)
 
-    def budgets(self, decided: int) -> list:
-        return self.budget[:decided].tolist()
+        def tv(count_: int) -> list:
+            if not on:
+                return [0.0] * count_  # exact speculative sampling: the output is p
+            if q is None:
+                return mass[:count_].tolist()  # deterministic: the output is p̃, which moved m(x̃)
+            return [float(total_variation(lantern_output_distribution(
+                pd[lo + i], q[lo + i], relax, table, budget[i] if relax.kind == "lantern" else None), pd[lo + i]))
+                for i in range(count_)]
 
-    def tv(self, decided: int) -> list:
-        if not self.on:
-            return [0.0] * decided  # exact speculative sampling: the output is p
-        if self.q is None:
-            return self.mass[:decided].tolist()  # deterministic: the output is p̃, which moved m(x̃)
-        pd, q, relax = self.pd, self.q, self.relax
-        return [float(total_variation(lantern_output_distribution(pd[i], q[i], relax, self.table,
-                                                                  self.budget[i] if relax.kind == "lantern" else None),
-                                      pd[i])) for i in range(decided)]
+        def residual(j: int) -> torch.Tensor:
+            return residual_distribution(pd[j], int(drafts[j]), nb[j - lo, : int(count[j - lo])],
+                                         None if q is None else q[j])
 
-    def residual(self, j: int) -> torch.Tensor:
-        return residual_distribution(self.pd[j], int(self.drafts[j]), self.nb[j, : int(self.count[j])],
-                                     None if self.q is None else self.q[j])
+        return Judgement(lo, px + mass, budget, tv, residual)
 
 
 def verify_chain(

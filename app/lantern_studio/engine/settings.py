@@ -7,7 +7,7 @@ import numbers
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional
 
-from .relaxation import BOUNDS, Relaxation
+from .relaxation import BOUNDS, Relaxation, combination_problem, kind_of
 from .sampling import SamplingParams
 
 DRAFTERS = ("none", "jacobi", "eagle")
@@ -42,8 +42,8 @@ class GenerationSettings:
     delta: float = 0.0  # LANTERN total-variation bound
     lam: Optional[float] = None  # LANTERN++ multiplicative bound; None → δ mode
     coupling: bool = True  # Jacobi drafts coupled across iterations (MC-SJD); False: resampled independently (SJD)
-    # Which relaxation: "lantern" (δ bounds each token; with lam set it means LANTERN++, as before this
-    # field existed), "lantern++" (needs lam), "step" (δ bounds each step's output in TV, sampled drafts too).
+    # Which relaxation: "lantern" (δ bounds each token), "lantern++" (λ), "step" (δ bounds each step's output
+    # in TV, sampled drafts too); what runs and which combinations are refused: engine/relaxation.py
     bound: str = "lantern"
     adaptive_delta: bool = False  # δ_t = δ · H(p_t) / log V per slot (bound "lantern" or "step")
     # δ tightens along each draft chain: the chain's i-th slot (0 = the first draft) gets δ · delta_decay^i,
@@ -117,22 +117,17 @@ class GenerationSettings:
             number("lam", self.lam)
             if not (1 <= self.lam <= MAX_LAM):
                 raise SettingsError("lam", f"must be in [1, {MAX_LAM:g}] (or unset for δ mode), got {show(self.lam)}")
-        if self.bound not in BOUNDS:
+        if not isinstance(self.bound, str):
             raise SettingsError("bound", f"must be one of {', '.join(BOUNDS)}, got {show(self.bound)}")
-        if self.bound == "lantern++" and self.lam is None:
-            raise SettingsError("lam", "must be set (λ in [1, 1e+06]) for bound 'lantern++'")
-        if self.bound == "step" and self.lam is not None:
-            raise SettingsError("lam", f"must be unset for bound 'step' (λ belongs to LANTERN++), got {show(self.lam)}")
         for name in ("adaptive_delta", "measure_tv"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(name, f"must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.style, str) or len(self.style) > MAX_STYLE_CHARS:
             raise SettingsError("style", f"must be a style name of at most {MAX_STYLE_CHARS} characters, "
                                 f"got {show(self.style)}")
-        if self.adaptive_delta and self.lam is not None:
-            raise SettingsError("adaptive_delta", "scales δ, and LANTERN++ (λ) has none: use bound 'lantern' or 'step'")
-        if self.delta_decay != 1 and self.lam is not None:
-            raise SettingsError("delta_decay", "scales δ, and LANTERN++ (λ) has none: use bound 'lantern' or 'step'")
+        problem = combination_problem(self.bound, self.lam, self.adaptive_delta, self.delta_decay)
+        if problem is not None:  # the relaxation's own rules (engine/relaxation.py)
+            raise SettingsError(*problem)
         # Plain Python numbers from here on (NumPy scalars are welcome as input).
         return replace(self, seed=int(self.seed), temperature=float(self.temperature), top_k=int(self.top_k),
                        top_p=float(self.top_p), cfg_scale=float(self.cfg_scale), draft_length=int(self.draft_length),
@@ -146,9 +141,8 @@ class GenerationSettings:
 
     @property
     def effective_bound(self) -> str:
-        """The rule that runs: "lantern++" whenever λ is set (bound "lantern" with a λ
-        is how LANTERN++ was asked for before the field existed), else ``bound``."""
-        return "lantern++" if self.lam is not None and self.bound != "step" else self.bound
+        """The rule that runs (``relaxation.kind_of``)."""
+        return kind_of(self.bound, self.lam)
 
     @property
     def relaxation(self) -> Relaxation:

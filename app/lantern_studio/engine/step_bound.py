@@ -52,7 +52,7 @@ import torch
 
 from .budget import chain_budgets
 from .relaxation import Relaxation, total_variation
-from .verification import Verdict, verify_drafts
+from .verification import Judgement, Verdict, verify_drafts
 
 RECEIVERS = 64  # at most this many deficit tokens per slot receive mass (the largest deficits) ...
 WORK = 4096  # ... and at most WORK // k of them (at least 8), so a slot costs O(WORK) whatever k is
@@ -141,7 +141,6 @@ class StepRule:
 
     def __init__(self, pd, drafts, q, relax: Relaxation, table):
         self.pd, self.drafts, self.q, self.relax, self.table = pd, drafts, q, relax, table
-        self.pieces: list = []  # (p*, q used, budgets) per chunk judged
 
     def chunks(self, n: int):
         lo, size = 0, FIRST_CHUNK
@@ -150,23 +149,12 @@ class StepRule:
             yield lo, hi
             lo, size = hi, 2 * size
 
-    def relaxed(self, lo: int, hi: int) -> torch.Tensor:
-        d = self.drafts[lo:hi]
-        piece = relaxed_rows(self.pd[lo:hi], d, None if self.q is None else self.q[lo:hi], self.relax, self.table, lo)
-        self.pieces.append(piece)
-        return piece[0].gather(1, d[:, None])[:, 0]
-
-    def _rows(self, i: int) -> torch.Tensor:
-        return torch.cat([piece[i] for piece in self.pieces])
-
-    def budgets(self, decided: int) -> list:
-        return self._rows(2)[:decided].tolist()
-
-    def tv(self, decided: int) -> list:
-        return total_variation(self._rows(0)[:decided], self.pd[:decided]).tolist()
-
-    def residual(self, j: int) -> torch.Tensor:
-        return residual(self._rows(0)[j], self._rows(1)[j])
+    def judge(self, lo: int, hi: int) -> Judgement:
+        d, pd = self.drafts[lo:hi], self.pd[lo:hi]
+        pstar, qd, budget = relaxed_rows(pd, d, None if self.q is None else self.q[lo:hi], self.relax, self.table, lo)
+        return Judgement(lo, pstar.gather(1, d[:, None])[:, 0], budget,
+                         lambda count: total_variation(pstar[:count], pd[:count]).tolist(),
+                         lambda j: residual(pstar[j - lo], qd[j - lo]))
 
 
 def verify_chain_step(p, drafts, q, relax: Relaxation, table, generator, greedy: bool = False,

@@ -3,9 +3,9 @@ runs, and its :class:`Verdict`.
 
 A rule (LANTERN / LANTERN++ in :mod:`.acceptance`, the step bound in
 :mod:`.step_bound`) is a :class:`ChainRule`: it says which runs of slots to judge
-together, each draft's relaxed target probability p̃(x̃) (p(x̃) plus the mass moved
-onto it), each decided slot's budget and measured TV, and where a rejected draft's
-replacement is drawn from. :func:`verify_drafts` does the rest, the same for every
+together, and judges each run as one :class:`Judgement` — each draft's relaxed target
+probability p̃(x̃) (p(x̃) plus the mass moved onto it), each slot's budget, its
+measured TV and where a rejected draft's replacement is drawn from. :func:`verify_drafts` does the rest, the same for every
 rule: one uniform per draft, accepted while u·q(x̃) < p̃(x̃) (min(1, p̃/q); q = 1 for
 deterministic drafts), or with greedy decoding while p̃(x̃) is at least every other
 token's p; each acceptance marked exact when p(x̃) alone would have passed; then the
@@ -16,7 +16,7 @@ rule's residual at the first rejected slot.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Protocol, Tuple
+from typing import Callable, Iterable, Optional, Protocol, Tuple
 
 import torch
 
@@ -37,6 +37,17 @@ class Verdict:
     tv: Optional[list] = None  # measured TV(slot's output distribution, p), when asked
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """What a rule says of the slots ``lo`` … ``lo + len(relaxed) − 1`` of one chain, all at once."""
+
+    lo: int
+    relaxed: torch.Tensor  # (m,) p̃(x̃) of each slot's draft
+    budgets: torch.Tensor  # (m,) the bound on the mass moved at each slot
+    tv: Callable[[int], list]  # count → the exact TV between each of the first count slots' output and p
+    residual: Callable[[int], torch.Tensor]  # slot (of the chain) → the distribution a rejection there is replaced from
+
+
 class ChainRule(Protocol):
     """What an acceptance rule tells :func:`verify_drafts` about one chain of n drafts."""
 
@@ -44,17 +55,8 @@ class ChainRule(Protocol):
         """Consecutive runs of slots [lo, hi) to judge, in order; the loop stops after the run
         holding the first rejection."""
 
-    def relaxed(self, lo: int, hi: int) -> torch.Tensor:
-        """(hi − lo,) p̃(x̃) of the drafts of slots lo..hi-1."""
-
-    def budgets(self, decided: int) -> list:
-        """The bound on the mass moved at each of the first ``decided`` slots."""
-
-    def tv(self, decided: int) -> list:
-        """The exact TV between each of the first ``decided`` slots' output and p (sampled decoding)."""
-
-    def residual(self, j: int) -> torch.Tensor:
-        """The distribution a rejected draft at slot j is replaced from."""
+    def judge(self, lo: int, hi: int) -> Judgement:
+        """Slots lo..hi-1 judged."""
 
 
 def verify_drafts(p: torch.Tensor, drafts: torch.Tensor, q: Optional[torch.Tensor], rule: ChainRule,
@@ -73,11 +75,12 @@ def verify_drafts(p: torch.Tensor, drafts: torch.Tensor, q: Optional[torch.Tenso
     pd = p[:n]
     if not greedy:
         u = torch.rand(n, generator=generator, device=p.device if generator is None else generator.device).to(pd)
-    ok_list, exact_list = [], []
+    ok_list, exact_list, judged = [], [], []
     for lo, hi in rule.chunks(n):
         d = drafts[lo:hi]
         px = pd[lo:hi].gather(1, d[:, None])[:, 0]
-        relaxed_px = rule.relaxed(lo, hi)
+        judged.append(rule.judge(lo, hi))
+        relaxed_px = judged[-1].relaxed
         if greedy:
             top2 = pd[lo:hi].topk(2, dim=1)
             other = torch.where(top2.indices[:, 0] == d, top2.values[:, 1], top2.values[:, 0])
@@ -93,10 +96,12 @@ def verify_drafts(p: torch.Tensor, drafts: torch.Tensor, q: Optional[torch.Tenso
     n_acc = ok_list.index(False) if False in ok_list else n
     decisions = [ACCEPTED_EXACT if e else ACCEPTED_RELAXED for e in exact_list[:n_acc]]
     decided = min(n_acc + 1, n)
-    budgets = rule.budgets(decided)
-    tv = rule.tv(decided) if measure_tv and not greedy else None
+    budgets = torch.cat([j.budgets for j in judged])[:decided].tolist()
+    tv = None
+    if measure_tv and not greedy:
+        tv = [t for j in judged for t in j.tv(max(0, min(len(j.relaxed), decided - j.lo)))]
     if n_acc == n:
         return Verdict(n, int(sample(p[n], generator, greedy)), decisions, budgets, tv)
     if greedy:
         return Verdict(n_acc, int(pd[n_acc].argmax()), decisions, budgets, tv)
-    return Verdict(n_acc, int(sample(rule.residual(n_acc), generator)), decisions, budgets, tv)
+    return Verdict(n_acc, int(sample(judged[-1].residual(n_acc), generator)), decisions, budgets, tv)
