@@ -27,7 +27,7 @@ from .compiled import StepGraphs
 from .model import Transformer
 from .runner import Runner
 from .settings import GenerationSettings, SettingsError
-from .text import Conditioner
+from .conditioners import Conditioner
 
 PLACEHOLDER_RGB = (128, 128, 128)
 
@@ -215,7 +215,7 @@ class ImagePipeline:
         if decode_steps <= 0:
             return
         say("warming up the decoder…")
-        prompt = getattr(self.conditioner, "warm_prompt", "warm up")
+        prompt = self.conditioner.warm_prompt
         try:
             run, _c = self.decoding(prompt, self.defaults)
         except ValueError:  # the conditioner refused the warm-up prompt (e.g. a class model): nothing to warm

@@ -59,9 +59,6 @@ class Conditioning:
     match: Optional[object] = None  # a factorised class model's snap.Match: identity, style, tone, alternatives
 
 
-class Conditioner(Protocol):
-    # settings: the GenerationSettings of the run (a factorised class model reads its style and seed)
-    def __call__(self, prompt: str, settings=None) -> Conditioning: ...
 
 
 # --------------------------------------------------------------------------- classes
@@ -242,6 +239,8 @@ class CaptionConditioner:
     fluffy, lamb, sheep, wool") make the similarity the mean of the two, so
     "a fluffy sheep" finds "ewe" and "mind blown" finds "exploding head".
     """
+
+    warm_prompt = "warm up"
 
     def __init__(self, encoder: TextEncoder, length: int, snap_captions: Optional[Sequence[str]] = None,
                  snap_vectors: Optional[torch.Tensor] = None, snap_tag_vectors: Optional[torch.Tensor] = None):

@@ -20,6 +20,7 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
 from ..engine.checkpoints import CheckpointError
+from ..engine.conditioners import NamedClasses, Snapper
 from ..engine.settings import SettingsError
 from ..engine.text import PromptError
 from ..models import load_pipeline
@@ -38,13 +39,13 @@ def _limit_threads() -> None:
 def _class_names(pipe) -> Optional[tuple]:
     if _snaps(pipe):
         return None  # its prompt box takes any text (the match line shows what it matched)
-    names = getattr(pipe.conditioner, "names", None)  # engine.text.ClassConditioner
-    return tuple(names) if names else None
+    c = pipe.conditioner
+    return tuple(c.names) if isinstance(c, NamedClasses) and c.names else None
 
 
 def _snaps(pipe) -> bool:
     """Whether the model snaps free text to emoji identities (engine.snap.IdentityConditioner)."""
-    return hasattr(pipe.conditioner, "identities") and hasattr(pipe.conditioner, "match")
+    return isinstance(pipe.conditioner, Snapper)
 
 
 def _steps(pipe) -> str:

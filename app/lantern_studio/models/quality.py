@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine.conditioners import CaptionSnapper, Snapper
 from .recogniser import Recogniser
 
 
@@ -40,12 +41,11 @@ class PromptScorer:
     def subgroup_for_prompt(self, prompt: str):
         if prompt in self.subgroup_of:
             return self.subgroup_of[prompt]
-        identities = getattr(self.conditioner, "identities", None)  # a factorised class model (engine/snap.py)
-        if identities is not None:
-            return identities[self.conditioner.nearest(prompt, 1)[0][0]].get("subgroup")
-        near = getattr(self.conditioner, "nearest_captions", None)
-        if near is not None:
-            best = near(prompt, 1)
+        c = self.conditioner
+        if isinstance(c, Snapper):  # a factorised class model (engine/snap.py)
+            return c.identities[c.nearest(prompt, 1)[0][0]].get("subgroup")
+        if isinstance(c, CaptionSnapper):
+            best = c.nearest_captions(prompt, 1)
             if best:
                 return self.subgroup_of.get(best[0][0])
         return None

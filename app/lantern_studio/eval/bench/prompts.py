@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...engine.conditioners import NamedClasses, Snapper
 from ..metrics import prompt_subgroup
 from .schema import BenchError
 
@@ -115,7 +116,8 @@ def _choose(pipe, n: int, prompts_file, dataset) -> tuple[list[tuple], str]:
         if meta is None:
             raise BenchError(f"--prompts {TRAIN_CAPTIONS}: needs the dataset (`lantern-studio train data`, or --data)")
         pool = training_names(meta)
-        taught = {r.get("identity") for r in getattr(getattr(pipe, "conditioner", None), "identities", None) or []}
+        c = getattr(pipe, "conditioner", None)
+        taught = {r.get("identity") for r in c.identities} if isinstance(c, Snapper) else set()
         if taught:  # a class model: the identities it was taught (its repertoire), by their names
             pool = [row for row in pool if row[2][0] in taught]
         if not pool:
@@ -143,7 +145,7 @@ def _choose(pipe, n: int, prompts_file, dataset) -> tuple[list[tuple], str]:
                 pool.append((cap, m.get("subgroup")))
         if pool:
             return _spread(no_ids(pool), n), "dataset held-out captions"
-    names = getattr(pipe.conditioner, "names", None)
+    names = pipe.conditioner.names if isinstance(pipe.conditioner, NamedClasses) else None
     if names:
         return _spread(no_ids([(str(x), lookup(str(x))) for x in names]), n), "model class names"
     return _spread(no_ids([(p, lookup(p)) for p in FALLBACK_PROMPTS]), n), "built-in prompts"
