@@ -3,8 +3,10 @@ that a failing probe is reported instead of crashing the report."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 
 import pytest
 
@@ -197,18 +199,23 @@ def test_the_studio_command_names_every_start_up_problem_in_order(monkeypatch, t
         assert all(lib in lines[1] for lib in MISSING) and "apt-get install libxcb-cursor0" in lines[1]
 
 
-def test_missing_qt_libraries_alone_are_named_in_one_line(monkeypatch, tmp_path, capsys, _linux_only):
-    """A display that answers (a listening socket on loopback stands in for an X server) but no xcb libraries:
-    the library line alone, with the apt line, and exit 1 (Qt itself would abort the process)."""
-    import socket
-
+@contextlib.contextmanager
+def _answering_display():
+    """A display name that answers: a listening socket on loopback stands in for an X server."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
         port = server.getsockname()[1]
         if port < 6000:
             pytest.skip("the free port is below X's range")
-        rc, lines = _studio_on(monkeypatch, capsys, tmp_path, f"127.0.0.1:{port - 6000}", ["libxcb-cursor.so.0"])
+        yield f"127.0.0.1:{port - 6000}"
+
+
+def test_missing_qt_libraries_alone_are_named_in_one_line(monkeypatch, tmp_path, capsys, _linux_only):
+    """A display that answers (a listening socket on loopback stands in for an X server) but no xcb libraries:
+    the library line alone, with the apt line, and exit 1 (Qt itself would abort the process)."""
+    with _answering_display() as display:
+        rc, lines = _studio_on(monkeypatch, capsys, tmp_path, display, ["libxcb-cursor.so.0"])
     assert rc == 1 and len(lines) == 1, lines
     assert lines[0].startswith("lantern-studio: ") and "libxcb-cursor.so.0" in lines[0]
     assert "apt-get install libxcb-cursor0" in lines[0]
@@ -222,7 +229,6 @@ def test_an_unreachable_display_is_named_in_one_line_and_exits_1(tmp_path, no_x_
     """DISPLAY=:99 with no X server there: Qt would abort (rc 134) advising to reinstall xcb-cursor; instead the
     studio command (a real subprocess) names the display and what to do in its first line and exits 1, before
     Qt. Whatever system libraries this machine has: where the xcb plugin misses some, one more line says which."""
-    import socket
     import subprocess
     import sys
 
@@ -236,14 +242,8 @@ def test_an_unreachable_display_is_named_in_one_line_and_exits_1(tmp_path, no_x_
     assert "DISPLAY=:99 cannot be reached" in lines[0] and "xcb-cursor" not in lines[0]
     assert all("needs system libraries that are missing" in line for line in lines[1:]), lines
     assert list(tmp_path.iterdir()) == []  # no window, no sample: nothing written
-    # a display that answers is reachable: a listening socket on loopback stands in for an X server
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(1)
-        port = server.getsockname()[1]
-        if port < 6000:
-            pytest.skip("the free port is below X's range")
-        assert doctor.x_display_unreachable({"DISPLAY": f"127.0.0.1:{port - 6000}"}) is None
+    with _answering_display() as display:  # a display that answers is reachable
+        assert doctor.x_display_unreachable({"DISPLAY": display}) is None
     assert doctor.x_display_unreachable({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"}) is None
 
 
