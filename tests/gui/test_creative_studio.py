@@ -138,3 +138,63 @@ def test_no_column_scrolls_sideways_whatever_was_generated(qtbot, tiny, monkeypa
     qtbot.wait(20)
     assert sideways(w) == []
     assert (w.width(), w.height()) == size
+
+
+# ---------------------------------------------------------------------------------------- 2. a new picture
+
+
+def test_each_generate_draws_a_new_seed_shows_it_and_records_it(qtbot, tiny):
+    from lantern_studio.export import read_png_record
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    assert c.new_seed.isChecked() and c.new_seed.text() == "New seed each Generate"  # on by default
+    j1, r1 = run_job(qtbot, w, "a red heart")
+    seed1 = j1.settings.seed
+    assert c.seed.value() == seed1  # the seed box shows the seed that was used
+    assert r1.record()["settings"]["seed"] == seed1 == read_png_record(w.store.entries()[0].path)["settings"]["seed"]
+    # Enter in the prompt box draws one too
+    c.prompt.setFocus()
+    qtbot.keyClick(c.prompt, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: w.last_result.job.id != j1.id and not w.jobs.busy, timeout=WAIT)
+    seed2 = w.last_result.job.settings.seed
+    assert seed2 != seed1 and c.seed.value() == seed2
+    assert w.finished_record["settings"]["seed"] == seed2
+    # a Compare: one fresh seed for both halves
+    vanilla, current = w.compare()
+    assert vanilla.settings.seed == current.settings.seed == c.seed.value() != seed2
+    qtbot.waitUntil(lambda: w.last_result.job.id == current.id and not w.jobs.busy, timeout=WAIT)
+
+
+def test_with_the_choice_off_the_seed_stays_and_the_choice_is_remembered(qtbot, tiny):
+    from lantern_studio.gui.app import create_main_window
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.new_seed.setChecked(False)
+    c.seed.setValue(1234)
+    j1, _ = run_job(qtbot, w, "same again")
+    j2, _ = run_job(qtbot, w, "same again")
+    assert j1.settings.seed == j2.settings.seed == c.seed.value() == 1234
+    assert w.prefs.get_json("new_seed_each_generate") is False
+    w.close()
+    w2 = create_main_window(str(tiny))
+    qtbot.addWidget(w2)
+    assert not w2.controls.new_seed.isChecked() and w2.controls.seed.value() == 1234
+
+
+def test_a_history_click_restores_the_seed_and_turns_the_choice_off_so_generate_reproduces(qtbot, tiny):
+    import numpy as np
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    _, first = run_job(qtbot, w, "keep this one")
+    run_job(qtbot, w, "another")
+    assert c.new_seed.isChecked() and c.seed.value() != first.job.settings.seed
+    entry = next(e for e in w.store.entries() if e.prompt == "keep this one")
+    w.gallery.view.clicked.emit(w.gallery.model.index([e.id for e in w.store.entries()].index(entry.id), 0))
+    assert c.seed.value() == first.job.settings.seed and not c.new_seed.isChecked()
+    message = w.statusBar().currentMessage()
+    assert f"seed {first.job.settings.seed}" in message and "New seed each Generate is off" in message
+    job, again = run_job(qtbot, w, "keep this one")
+    assert job.settings.seed == first.job.settings.seed and np.array_equal(again.image, first.image)

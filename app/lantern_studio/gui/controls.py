@@ -171,6 +171,10 @@ class ControlsPanel(QWidget):
         seed_row.addWidget(self.dice)
         v.addLayout(seed_row)
         self.seed_options = QHBoxLayout()
+        self.new_seed = QCheckBox("New seed each Generate")
+        self.new_seed.setToolTip(tt.NEW_SEED)
+        self.new_seed.setChecked(True)  # a new picture each time, until a person asks for the same one again
+        self.seed_options.addWidget(self.new_seed)
         self.copy_seed = QToolButton(text="Copy")
         self.copy_seed.setToolTip(tt.COPY_SEED)
         self.copy_seed.clicked.connect(lambda: QGuiApplication.clipboard().setText(str(self.seed.value())))
@@ -395,6 +399,13 @@ class ControlsPanel(QWidget):
 
     def randomise_seed(self) -> None:
         self.seed.setValue(random.randint(0, SEED_MAX))
+
+    def seed_for_generate(self) -> int:
+        """The seed the next Generate (or Compare) uses: a fresh one, shown in the seed box, when New seed
+        each Generate is on; else the one the box holds."""
+        if self.new_seed.isChecked():
+            self.randomise_seed()
+        return int(self.seed.value())
 
     # ------------------------------------------------------------------ prompt history
     @property

@@ -59,6 +59,7 @@ _groups = itertools.count(1)
 # Generate ▸ Compiled decoding, until a person sets it: off, since the compile costs ~10-25 s at each model
 # load on a CPU (seconds once the compiler's disk cache holds it) and needs a C++ compiler
 COMPILED_DECODING_DEFAULT = False
+NEW_SEED_DEFAULT = True  # "New seed each Generate", until a person sets it: a new picture at every press
 
 _orphans: list = []  # job queues whose worker was still inside a model load at close: never destroyed
 
@@ -301,6 +302,7 @@ class MainWindow(QMainWindow):
         c.generate_requested.connect(self.generate)
         c.compare_requested.connect(self.compare)
         c.model_chosen.connect(self._model_chosen)
+        c.new_seed.toggled.connect(lambda on: self.prefs.set_json("new_seed_each_generate", bool(on)))
         self.canvas.overlay.toggled.connect(self.overlay_action.setChecked)
         self.export_bar.save_requested.connect(lambda: self.save_as())
         self.export_bar.copy_requested.connect(self.copy_image)
@@ -344,6 +346,7 @@ class MainWindow(QMainWindow):
             if early is not None:
                 self.controls.set_settings(early)
         self._refresh_model_choices()
+        self.controls.new_seed.setChecked(bool(p.get_json("new_seed_each_generate", NEW_SEED_DEFAULT)))
         compiled = bool(p.get_json("compiled_decoding", COMPILED_DECODING_DEFAULT))
         self.compiled_action.setChecked(compiled)
         self.jobs.set_compiled(compiled)  # before the model load asked for next: it compiles as it loads
@@ -396,6 +399,7 @@ class MainWindow(QMainWindow):
         p.set_json("overlay", self.canvas.overlay.isChecked())
         p.set_json("export_factor", self.export_bar.factor_value())
         p.set_json("export_method", self.export_bar.method_value())
+        p.set_json("new_seed_each_generate", self.controls.new_seed.isChecked())
         p.set_bytes("geometry", self.saveGeometry())
         if not self.narrow:  # the three columns' widths (two tabs beside the canvas have none worth keeping)
             p.set_bytes("split_top", self.top_split.saveState())
@@ -536,6 +540,8 @@ class MainWindow(QMainWindow):
         s = self._checked_settings()
         if s is None:
             return None
+        s = s.with_(seed=self.controls.seed_for_generate())  # New seed each Generate: drawn, shown, recorded
+        self._settings_restored = True  # the controls hold what ran: a model that gets ready later keeps them
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
         if self._banner_topic == "input":
@@ -554,6 +560,8 @@ class MainWindow(QMainWindow):
             self.show_error("Compare runs vanilla decoding against the current settings: pick a drafter first.",
                             topic="input", level="info")
             return None
+        s = s.with_(seed=self.controls.seed_for_generate())  # one seed for both halves
+        self._settings_restored = True
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
         group = next(_groups)
@@ -664,7 +672,17 @@ class MainWindow(QMainWindow):
         """A trade-off chart point was clicked: its prompt and settings go back into the controls."""
         self.controls.set_prompt(prompt)
         self.controls.set_settings(settings)
-        self.statusBar().showMessage(f"Loaded the settings of “{prompt}” (seed {settings.seed}) from the chart", 5000)
+        again = self._keep_seed()
+        self.statusBar().showMessage(f"Loaded the settings of “{prompt}” (seed {settings.seed}) from the chart{again}",
+                                     8000)
+
+    def _keep_seed(self) -> str:
+        """A picture's seed was put back (a history click, a chart point): New seed each Generate goes off so
+        that Generate redraws that picture; what the status line adds to say so."""
+        if not self.controls.new_seed.isChecked():
+            return " · Generate draws this picture again"
+        self.controls.new_seed.setChecked(False)
+        return " · New seed each Generate is off: Generate draws this picture again"
 
     # ------------------------------------------------------------------ history
     def restore_entry(self, e: Entry) -> None:
@@ -689,7 +707,8 @@ class MainWindow(QMainWindow):
         ok = recording is not None and e.decisions is not None and e.decisions.size == recording.total \
             and image.shape[0] % int(round(recording.total ** 0.5)) == 0
         self.replay.load(recording if ok else None, e.decisions if ok else None)
-        self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')})", 5000)
+        again = self._keep_seed()
+        self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')}){again}", 8000)
         if self.model_info is not None and e.model and e.model != self.model_info.name:
             self.show_error(f"This image was made with the model {e.model}; the current model is "
                             f"{self.model_info.name}, so regenerating it gives a different picture.",

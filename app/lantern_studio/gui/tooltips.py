@@ -5,6 +5,9 @@ PROMPT = ("What to draw. Ctrl+Enter generates. For text-conditioned models this 
 HISTORY = "Recent prompts: pick one to put it back in the prompt box."
 SEED = "Random seed. The same seed, settings and device give the same image."
 DICE = "Pick a random seed."
+NEW_SEED = ("On: every Generate (and Compare) draws a fresh random seed, so each press gives a new picture; the "
+            "seed used shows in the box and goes into the image's record.\nOff: Generate keeps the seed in the box, "
+            "so the same settings draw the same picture again. Clicking a history image turns this off.")
 COPY_SEED = "Copy the seed to the clipboard."
 MODEL = ("Which model generates: the bundled model, a model folder you opened, or the tiny demo "
          "model (random weights: noise, but it shows how decoding works).")
