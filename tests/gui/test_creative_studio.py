@@ -198,3 +198,23 @@ def test_a_history_click_restores_the_seed_and_turns_the_choice_off_so_generate_
     assert f"seed {first.job.settings.seed}" in message and "New seed each Generate is off" in message
     job, again = run_job(qtbot, w, "keep this one")
     assert job.settings.seed == first.job.settings.seed and np.array_equal(again.image, first.image)
+
+
+# ---------------------------------------------------------------------------------------- 3. the small items
+
+
+def test_the_stats_panel_says_cancelled_after_esc_not_running(qtbot, tiny, monkeypatch):
+    import time
+
+    w = open_window(qtbot, tiny)
+    on_steps(monkeypatch, lambda job, ev: time.sleep(0.05))
+    cancelled = []
+    w.jobs.job_cancelled.connect(cancelled.append)
+    w.controls.set_prompt("stop me")
+    job = w.generate()
+    qtbot.waitUntil(lambda: w.stats.run_label.text().startswith(f"Running #{job.id}"), timeout=WAIT)
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: bool(cancelled) and not w.jobs.busy, timeout=WAIT)
+    note = w.stats.run_label.text()
+    assert "Running" not in note and note.startswith(f"Cancelled #{job.id}"), note
+    assert "cancelled" in w.canvas.progress.format()

@@ -637,12 +637,14 @@ class MainWindow(QMainWindow):
         self._compare.pop(job.group, None)
         if job.id == self.shown_job_id:
             self.canvas.set_status("cancelled at %v / %m tokens")
+            self.stats.stopped(job, "Cancelled", self.canvas.progress.value(), self.canvas.progress.maximum())
         self.statusBar().showMessage(f"Cancelled #{job.id}", 6000)
 
     def _job_failed(self, job: Job, message: str) -> None:
         self._compare.pop(job.group, None)
         if job.id == self.shown_job_id:
             self.canvas.set_status("failed")
+            self.stats.stopped(job, "Failed")
         if self.model_info is None:  # the model itself failed to load: keep the way out on offer
             self.show_error(f"Generation #{job.id} failed: {message}", topic="model", actions=self._model_actions())
         else:

@@ -137,6 +137,12 @@ class StatsPanel(QWidget):
         self._set()
         self._note(f"Running #{job.id} · seed {job.settings.seed}", job.label())
 
+    def stopped(self, job, how: str, fixed: Optional[int] = None, total: Optional[int] = None) -> None:
+        """The running job ended without a picture (``how``: "Cancelled" or "Failed"): the note says so,
+        and the numbers stay where it stopped."""
+        where = f" at {fixed} / {total} tokens" if fixed is not None and total else ""
+        self._note(f"{how} #{job.id}{where} · seed {job.settings.seed} · idle", job.label())
+
     def update_live(self, f: Frame, score: Optional[float] = None) -> None:
         """A frame's numbers (a live decode or a replayed step); ``score``: the finished image's fidelity,
         shown once the frame is the final one (a replay that reached the end)."""
