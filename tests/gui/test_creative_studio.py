@@ -218,3 +218,29 @@ def test_the_stats_panel_says_cancelled_after_esc_not_running(qtbot, tiny, monke
     note = w.stats.run_label.text()
     assert "Running" not in note and note.startswith(f"Cancelled #{job.id}"), note
     assert "cancelled" in w.canvas.progress.format()
+
+
+def test_the_canvas_hint_and_tooltips_name_the_key_that_generates(qtbot, tiny, monkeypatch):
+    from PySide6.QtGui import QPainter
+
+    from lantern_studio.gui import tooltips
+
+    w = open_window(qtbot, tiny)
+    drawn = []
+    real = QPainter.drawText
+
+    def record(painter, *args):
+        drawn.extend(a for a in args if isinstance(a, str))
+        return real(painter, *args)
+
+    monkeypatch.setattr(QPainter, "drawText", record)
+    w.canvas.view.grab()  # paints the empty canvas: its hint
+    hint = " ".join(drawn)
+    assert "press Enter" in hint and "Ctrl+Enter" not in hint, hint
+    for tip in (tooltips.PROMPT, tooltips.GENERATE):
+        assert "Enter" in tip and "Ctrl+Enter generates" not in tip and "(Ctrl+Enter)" not in tip, tip
+    # and Enter is what generates
+    w.controls.set_prompt("a red heart")
+    w.controls.prompt.setFocus()
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
+    assert w.jobs.current is not None or w.started_jobs

@@ -90,7 +90,7 @@ class ImageView(QWidget):
         p.fillRect(self.rect(), self.palette().window())
         if self.qimage is None:
             p.setPen(QColor(150, 150, 160))
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Type a prompt and press Generate (Ctrl+Enter)")
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Type a prompt and press Enter (or Generate)")
             p.end()
             return
         p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
