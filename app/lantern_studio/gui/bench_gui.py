@@ -86,6 +86,7 @@ def timed_runs(w, runs: int, seed0: int = 100) -> dict:
                 state["painted"] = time.perf_counter()
 
         w.canvas.view.painted.connect(on_paint)
+        w.controls.new_seed.setChecked(False)  # the bench's own seeds
         w.controls.seed.setValue(seed0 + i)
         ticks = TickRecorder()
         ticks.start()
@@ -120,6 +121,7 @@ def cancel_runs(w, runs: int, cancel_after: float = 0.15) -> dict:
 
         w.jobs.job_cancelled.connect(on_cancel)
         w.jobs.frame.connect(on_frame)
+        w.controls.new_seed.setChecked(False)  # the bench's own seeds
         w.controls.seed.setValue(200 + i)
         job = w.generate()
         _wait(lambda: seen["n"] > 0, 60)

@@ -90,7 +90,7 @@ class ImageView(QWidget):
         p.fillRect(self.rect(), self.palette().window())
         if self.qimage is None:
             p.setPen(QColor(150, 150, 160))
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Type a prompt and press Generate (Ctrl+Enter)")
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Type a prompt and press Enter (or Generate)")
             p.end()
             return
         p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)
@@ -181,11 +181,12 @@ class Canvas(QWidget):
             sw.setStyleSheet(f"background: rgb({c.red()},{c.green()},{c.blue()}); border-radius: 2px;")
             leg.addWidget(sw)
             leg.addWidget(QLabel(name))
-        self.legend.setVisible(False)
-        bar.addWidget(self.legend)
         bar.addStretch(1)
         self.toolbar = bar
         lay.addLayout(bar)
+        # the legend sits beside the progress bar, not in the toolbar: the toolbar stays narrow enough for a
+        # narrow window's middle column, and ticking the overlay changes no height
+        self.legend.setVisible(False)
 
         self.view = ImageView()
         self.scroll = QScrollArea()
@@ -200,7 +201,11 @@ class Canvas(QWidget):
         self.progress.setValue(0)
         self.progress.setFormat("idle")
         self.progress.setTextVisible(True)
-        lay.addWidget(self.progress)
+        bottom = QHBoxLayout()
+        bottom.setSpacing(6)
+        bottom.addWidget(self.progress, 1)
+        bottom.addWidget(self.legend)
+        lay.addLayout(bottom)
 
     def _set_overlay(self, on: bool) -> None:
         self.view.overlay = on

@@ -110,6 +110,7 @@ class TradeoffChart(QWidget):
         legend = QHBoxLayout()
         self.key_label = QLabel()
         self.key_label.setObjectName("muted")
+        self.key_label.setWordWrap(True)  # "… · 3 without a vanilla run (Compare places them) · 2 unscored" wraps
         legend.addWidget(self.key_label, 1)
         legend.addWidget(QLabel("δ"))
         bar = QLabel()

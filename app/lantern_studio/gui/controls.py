@@ -81,6 +81,13 @@ class _LamModeSwitch:
         return self._panel.bound.isEnabled()
 
 
+def _narrow_combo(box: QComboBox, chars: int = 14) -> None:
+    """A choice as wide as ``chars`` characters however long its labels: the column stays narrow, the
+    list that opens shows each label whole."""
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    box.setMinimumContentsLength(chars)
+
+
 def _int(lo, hi, tip) -> QSpinBox:
     s = QSpinBox()
     s.setRange(lo, hi)
@@ -153,6 +160,7 @@ class ControlsPanel(QWidget):
         self.history.activated.connect(self._history_picked)
         v.addWidget(self.history)
 
+        # two rows, so the column stays narrow: the seed and its dice, then what else the seed offers
         seed_row = QHBoxLayout()
         seed_row.addWidget(QLabel("Seed"))
         self.seed = _int(0, SEED_MAX, tt.SEED)
@@ -160,12 +168,19 @@ class ControlsPanel(QWidget):
         self.dice = QToolButton(text="🎲" if _has_emoji_font() else "Random")
         self.dice.setToolTip(tt.DICE)
         self.dice.clicked.connect(self.randomise_seed)
+        seed_row.addWidget(self.dice)
+        v.addLayout(seed_row)
+        self.seed_options = QHBoxLayout()
+        self.new_seed = QCheckBox("New seed each Generate")
+        self.new_seed.setToolTip(tt.NEW_SEED)
+        self.new_seed.setChecked(True)  # a new picture each time, until a person asks for the same one again
+        self.seed_options.addWidget(self.new_seed)
         self.copy_seed = QToolButton(text="Copy")
         self.copy_seed.setToolTip(tt.COPY_SEED)
         self.copy_seed.clicked.connect(lambda: QGuiApplication.clipboard().setText(str(self.seed.value())))
-        seed_row.addWidget(self.dice)
-        seed_row.addWidget(self.copy_seed)
-        v.addLayout(seed_row)
+        self.seed_options.addStretch(1)
+        self.seed_options.addWidget(self.copy_seed)
+        v.addLayout(self.seed_options)
 
         buttons = QHBoxLayout()
         self.generate_button = QPushButton("Generate")
@@ -204,16 +219,16 @@ class ControlsPanel(QWidget):
         f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.drafter = QComboBox()
         self.drafter.setToolTip(tt.DRAFTER)
+        _narrow_combo(self.drafter)
         self._drafter_model = QStandardItemModel(self.drafter)
         self.drafter.setModel(self._drafter_model)
         for name, label in DRAFTER_LABELS:
             self.drafter.addItem(label, name)
         self.draft_length = _int(1, 64, tt.DRAFT_LENGTH)
-        self.draft_length.setPrefix("length ")
-        row = QHBoxLayout()
-        row.addWidget(self.drafter, 2)
-        row.addWidget(self.draft_length, 1)
-        f.addRow("Drafter", row)
+        f.addRow("Drafter", self.drafter)
+        length_label = QLabel("Draft length")
+        length_label.setToolTip(tt.DRAFT_LENGTH)
+        f.addRow(length_label, self.draft_length)
         self.k = LogIntSlider(65535)
         self.k.setToolTip(tt.K)
         f.addRow("k", self.k)
@@ -222,23 +237,23 @@ class ControlsPanel(QWidget):
         f.addRow("δ", self.delta)
         self.bound = QComboBox()
         self.bound.setToolTip(tt.BOUND)
+        _narrow_combo(self.bound)
         for name, label in BOUND_LABELS:
             self.bound.addItem(label, name)
         self.lam_mode = _LamModeSwitch(self)
         self.lam = _double(1.0, 100.0, 0.1, 2, tt.LAMBDA)
-        self.lam.setPrefix("λ ")
-        bound_row = QHBoxLayout()
-        bound_row.addWidget(self.bound, 2)
-        bound_row.addWidget(self.lam, 1)
-        f.addRow("Bound", bound_row)
+        f.addRow("Bound", self.bound)
+        lam_label = QLabel("λ")
+        lam_label.setToolTip(tt.LAMBDA)
+        f.addRow(lam_label, self.lam)
         self.adaptive = QCheckBox("Adaptive δ (entropy)")
         self.adaptive.setToolTip(tt.ADAPTIVE)
         self.delta_decay = _double(0.0, 1.0, 0.05, 2, tt.DELTA_DECAY)
-        self.delta_decay.setPrefix("along draft ×")
-        row = QHBoxLayout()
-        row.addWidget(self.adaptive, 1)
-        row.addWidget(self.delta_decay)
-        f.addRow(row)
+        self.delta_decay.setPrefix("×")
+        f.addRow(self.adaptive)
+        decay_label = QLabel("Along draft")
+        decay_label.setToolTip(tt.DELTA_DECAY)
+        f.addRow(decay_label, self.delta_decay)
         self.guarantee = QLabel()
         self.guarantee.setObjectName("muted")
         self.guarantee.setWordWrap(True)
@@ -384,6 +399,13 @@ class ControlsPanel(QWidget):
 
     def randomise_seed(self) -> None:
         self.seed.setValue(random.randint(0, SEED_MAX))
+
+    def seed_for_generate(self) -> int:
+        """The seed the next Generate (or Compare) uses: a fresh one, shown in the seed box, when New seed
+        each Generate is on; else the one the box holds."""
+        if self.new_seed.isChecked():
+            self.randomise_seed()
+        return int(self.seed.value())
 
     # ------------------------------------------------------------------ prompt history
     @property

@@ -3,6 +3,11 @@
     ┌ controls ┬ canvas / export / queue ┬ stats · compare · chart ┐
     └──────────────────── history gallery ──────────────[ banner ]─┘
     (the banner floats over the lower right corner: it moves nothing)
+
+A window too narrow for three columns (``three_columns_width``) shows two: the controls and the results
+(stats, Compare, chart) become two tabs of one side column beside the canvas. Neither side column ever
+scrolls sideways: their contents elide or wrap to the column's width, and a column is never narrower than
+what it holds.
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 from PIL import Image
-from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, Qt
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget,
+    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from .. import fidelity
@@ -48,16 +53,39 @@ from .storage import Preferences, app_data_dir
 
 MAX_RECENT_MODELS = 8
 HISTORY_MIN_HEIGHT = 104  # the history strip's search row and one row of whole thumbnails
+FIRST_SIZE = QSize(1400, 880)  # the first window (no saved geometry): at most this big …
+FIRST_SHARE = 0.85  # … and this share of the screen's free area, centred in it
 _groups = itertools.count(1)
 # Generate ▸ Compiled decoding, until a person sets it: off, since the compile costs ~10-25 s at each model
 # load on a CPU (seconds once the compiler's disk cache holds it) and needs a C++ compiler
 COMPILED_DECODING_DEFAULT = False
+NEW_SEED_DEFAULT = True  # "New seed each Generate", until a person sets it: a new picture at every press
 
 _orphans: list = []  # job queues whose worker was still inside a model load at close: never destroyed
 
 
 def _jsonable(record: dict) -> dict:
     return json.loads(json.dumps(record, default=str))
+
+
+def first_geometry(free: QRect, least: QSize) -> QRect:
+    """Where the first window goes on a screen whose free area is ``free``: FIRST_SHARE of it, at most
+    FIRST_SIZE, at least the window's ``least`` size but never larger than ``free``; centred."""
+    w = min(FIRST_SIZE.width(), round(free.width() * FIRST_SHARE))
+    h = min(FIRST_SIZE.height(), round(free.height() * FIRST_SHARE))
+    w = min(free.width(), max(w, least.width()))
+    h = min(free.height(), max(h, least.height()))
+    return QRect(free.x() + (free.width() - w) // 2, free.y() + (free.height() - h) // 2, w, h)
+
+
+def side_scroll(panel: QWidget) -> QScrollArea:
+    """A side column: scrolls up and down, never sideways (what it holds fits its width: see _fit_columns)."""
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+    scroll.setWidget(panel)
+    return scroll
 
 
 class MainWindow(QMainWindow):
@@ -112,13 +140,7 @@ class MainWindow(QMainWindow):
         self.banner = Banner(central)  # floats over the lower right: showing it moves nothing (banner.py)
 
         self.controls = ControlsPanel()
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # narrow windows scroll, never clip
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.controls)
-        scroll.setMinimumWidth(min(280, self.controls.minimumSizeHint().width()
-                                   + scroll.verticalScrollBar().sizeHint().width() + 2))
+        scroll = side_scroll(self.controls)
         self.controls_scroll = scroll
         bar = self.addToolBar("Model")
         bar.setObjectName("modelBar")
@@ -146,27 +168,26 @@ class MainWindow(QMainWindow):
         rl.addWidget(self.stats)
         self.chart = TradeoffChart()
         rl.addWidget(self.chart, 1)
-        # the right column scrolls too, so a small window shrinks it instead of overlapping the canvas
-        right = QScrollArea()
-        right.setWidgetResizable(True)
-        right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        right.setFrameShape(QScrollArea.Shape.NoFrame)
-        right.setWidget(right_panel)
-        right.setMinimumWidth(210)
+        # the right column scrolls too (up and down), so a small window shrinks it instead of overlapping the canvas
+        right = side_scroll(right_panel)
         self.right_scroll = right
+        self.middle = middle
+        # a narrow window: the two side columns as tabs of one (see _arrange)
+        self.side_tabs = QTabWidget()
+        self.side_tabs.setObjectName("sideTabs")
+        self.side_tabs.setDocumentMode(True)
+        self.narrow = False
 
         self.top_split = QSplitter(Qt.Orientation.Horizontal)
         self.top_split.addWidget(scroll)
         self.top_split.addWidget(middle)
         self.top_split.addWidget(right)
-        self.top_split.setStretchFactor(0, 0)
-        self.top_split.setStretchFactor(1, 1)
-        self.top_split.setStretchFactor(2, 0)
-        # the side columns start as wide as their contents want (a small window scrolls them instead)
-        left_w = self.controls.minimumSizeHint().width() + scroll.verticalScrollBar().sizeHint().width() + 4
-        right_w = max(360, right_panel.minimumSizeHint().width() + 16)
-        self.top_split.setSizes([left_w, max(400, 1400 - left_w - right_w), right_w])
         self.top_split.setChildrenCollapsible(False)
+        self._fit_columns()
+        # the side columns start as wide as their contents want
+        left_w, right_w = scroll.minimumWidth(), max(360, right.minimumWidth())
+        self.top_split.setSizes([left_w, max(400, FIRST_SIZE.width() - left_w - right_w), right_w])
+        self._set_stretch()
 
         self.gallery = HistoryGallery(self.store)
         self.gallery.confirm = lambda title, text: self.confirm(title, text)
@@ -184,7 +205,61 @@ class MainWindow(QMainWindow):
         self.status_model = QLabel()
         self.statusBar().addPermanentWidget(self.status_model)
         self.canvas.view.make_drag_file = self._drag_file
-        self.resize(1400, 880)
+        self.resize(FIRST_SIZE)  # until _restore places it: a saved geometry, or first_geometry on this screen
+
+    def _fit_columns(self) -> None:
+        """Each side column at least as wide as what it holds (with room for its vertical scroll bar), so
+        it never needs to scroll sideways; the window's narrowest (two-column) width below that."""
+        bar = self.controls_scroll.verticalScrollBar().sizeHint().width() + 4
+        for scroll in (self.controls_scroll, self.right_scroll):
+            scroll.setMinimumWidth(scroll.widget().minimumSizeHint().width() + bar)
+        handle = self.top_split.handleWidth()
+        self.three_columns_width = (self.controls_scroll.minimumWidth() + self.middle.minimumSizeHint().width()
+                                    + self.right_scroll.minimumWidth() + 2 * handle + 16)
+        # the splitter may be narrower than its three columns: the window then shows two (_arrange)
+        self.top_split.setMinimumWidth(self._side_width() + self.middle.minimumSizeHint().width() + handle)
+
+    def _side_width(self) -> int:
+        return max(self.controls_scroll.minimumWidth(), self.right_scroll.minimumWidth()) + 4
+
+    def _set_stretch(self) -> None:
+        """The canvas takes what the window gains or loses; the side columns keep their width."""
+        for i in range(self.top_split.count()):
+            self.top_split.setStretchFactor(i, 1 if self.top_split.widget(i) is self.middle else 0)
+
+    def _arrange(self) -> None:
+        """Three columns where they fit, else the side columns as tabs (Settings, Results) beside the canvas."""
+        narrow = self.width() < self.three_columns_width
+        if narrow == self.narrow:
+            return
+        self.narrow = narrow
+        if narrow:
+            wide_sizes = self.top_split.sizes()
+            self._wide_sizes = wide_sizes
+            self.side_tabs.addTab(self.controls_scroll, "Settings")
+            self.side_tabs.addTab(self.right_scroll, "Results")
+            self.side_tabs.setTabToolTip(1, "This run's numbers, the Compare result and the trade-off chart")
+            self.top_split.insertWidget(0, self.side_tabs)
+            self.side_tabs.show()
+            side = self._side_width()
+            self.top_split.setSizes([side, max(1, self.top_split.width() - side)])
+        else:
+            self.top_split.insertWidget(0, self.controls_scroll)
+            self.top_split.addWidget(self.right_scroll)
+            self.side_tabs.hide()
+            self.side_tabs.setParent(None)
+            self.controls_scroll.show()
+            self.right_scroll.show()
+            sizes = getattr(self, "_wide_sizes", None)
+            left, right = self.controls_scroll.minimumWidth(), max(360, self.right_scroll.minimumWidth())
+            if not sizes or len(sizes) != 3:
+                sizes = [left, max(1, self.top_split.width() - left - right), right]
+            self.top_split.setSizes(sizes)
+        self._set_stretch()
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._arrange()
 
     def _action(self, menu, text, slot, shortcuts=(), checkable=False) -> QAction:
         a = QAction(text, self)
@@ -227,6 +302,7 @@ class MainWindow(QMainWindow):
         c.generate_requested.connect(self.generate)
         c.compare_requested.connect(self.compare)
         c.model_chosen.connect(self._model_chosen)
+        c.new_seed.toggled.connect(lambda on: self.prefs.set_json("new_seed_each_generate", bool(on)))
         self.canvas.overlay.toggled.connect(self.overlay_action.setChecked)
         self.export_bar.save_requested.connect(lambda: self.save_as())
         self.export_bar.copy_requested.connect(self.copy_image)
@@ -270,6 +346,7 @@ class MainWindow(QMainWindow):
             if early is not None:
                 self.controls.set_settings(early)
         self._refresh_model_choices()
+        self.controls.new_seed.setChecked(bool(p.get_json("new_seed_each_generate", NEW_SEED_DEFAULT)))
         compiled = bool(p.get_json("compiled_decoding", COMPILED_DECODING_DEFAULT))
         self.compiled_action.setChecked(compiled)
         self.jobs.set_compiled(compiled)  # before the model load asked for next: it compiles as it loads
@@ -277,13 +354,24 @@ class MainWindow(QMainWindow):
         self.canvas.set_overlay(bool(p.get_json("overlay", False)))
         self.export_bar.set_choice(p.get_json("export_factor", 1) or 1, p.get_json("export_method", "nearest"))
         geom = p.get_bytes("geometry")
-        if isinstance(geom, QByteArray) and not geom.isEmpty():
-            self.restoreGeometry(geom)
+        if isinstance(geom, QByteArray) and not geom.isEmpty() and self.restoreGeometry(geom):
             self._fit_on_screen()
+        else:  # the first start (or a damaged saved geometry): a size that fits this screen
+            self._first_placement()
         for key, split in (("split_top", self.top_split), ("split_main", self.main_split)):
             state = p.get_bytes(key)
             if isinstance(state, QByteArray) and not state.isEmpty():
                 split.restoreState(state)
+
+    def _free_area(self) -> Optional[QRect]:
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        return None if screen is None else screen.availableGeometry()
+
+    def _first_placement(self) -> None:
+        free = self._free_area()
+        if free is None or free.isEmpty():
+            return
+        self.setGeometry(first_geometry(free, self.minimumSizeHint()))
 
     def _fit_on_screen(self) -> None:
         """A size saved on a larger screen is shrunk to this one's free area and moved into it, so no part
@@ -311,8 +399,10 @@ class MainWindow(QMainWindow):
         p.set_json("overlay", self.canvas.overlay.isChecked())
         p.set_json("export_factor", self.export_bar.factor_value())
         p.set_json("export_method", self.export_bar.method_value())
+        p.set_json("new_seed_each_generate", self.controls.new_seed.isChecked())
         p.set_bytes("geometry", self.saveGeometry())
-        p.set_bytes("split_top", self.top_split.saveState())
+        if not self.narrow:  # the three columns' widths (two tabs beside the canvas have none worth keeping)
+            p.set_bytes("split_top", self.top_split.saveState())
         p.set_bytes("split_main", self.main_split.saveState())
         p.sync()
 
@@ -450,6 +540,8 @@ class MainWindow(QMainWindow):
         s = self._checked_settings()
         if s is None:
             return None
+        s = s.with_(seed=self.controls.seed_for_generate())  # New seed each Generate: drawn, shown, recorded
+        self._settings_restored = True  # the controls hold what ran: a model that gets ready later keeps them
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
         if self._banner_topic == "input":
@@ -468,6 +560,8 @@ class MainWindow(QMainWindow):
             self.show_error("Compare runs vanilla decoding against the current settings: pick a drafter first.",
                             topic="input", level="info")
             return None
+        s = s.with_(seed=self.controls.seed_for_generate())  # one seed for both halves
+        self._settings_restored = True
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
         group = next(_groups)
@@ -543,12 +637,14 @@ class MainWindow(QMainWindow):
         self._compare.pop(job.group, None)
         if job.id == self.shown_job_id:
             self.canvas.set_status("cancelled at %v / %m tokens")
+            self.stats.stopped(job, "Cancelled", self.canvas.progress.value(), self.canvas.progress.maximum())
         self.statusBar().showMessage(f"Cancelled #{job.id}", 6000)
 
     def _job_failed(self, job: Job, message: str) -> None:
         self._compare.pop(job.group, None)
         if job.id == self.shown_job_id:
             self.canvas.set_status("failed")
+            self.stats.stopped(job, "Failed")
         if self.model_info is None:  # the model itself failed to load: keep the way out on offer
             self.show_error(f"Generation #{job.id} failed: {message}", topic="model", actions=self._model_actions())
         else:
@@ -578,7 +674,17 @@ class MainWindow(QMainWindow):
         """A trade-off chart point was clicked: its prompt and settings go back into the controls."""
         self.controls.set_prompt(prompt)
         self.controls.set_settings(settings)
-        self.statusBar().showMessage(f"Loaded the settings of “{prompt}” (seed {settings.seed}) from the chart", 5000)
+        again = self._keep_seed()
+        self.statusBar().showMessage(f"Loaded the settings of “{prompt}” (seed {settings.seed}) from the chart{again}",
+                                     8000)
+
+    def _keep_seed(self) -> str:
+        """A picture's seed was put back (a history click, a chart point): New seed each Generate goes off so
+        that Generate redraws that picture; what the status line adds to say so."""
+        if not self.controls.new_seed.isChecked():
+            return " · Generate draws this picture again"
+        self.controls.new_seed.setChecked(False)
+        return " · New seed each Generate is off: Generate draws this picture again"
 
     # ------------------------------------------------------------------ history
     def restore_entry(self, e: Entry) -> None:
@@ -603,7 +709,8 @@ class MainWindow(QMainWindow):
         ok = recording is not None and e.decisions is not None and e.decisions.size == recording.total \
             and image.shape[0] % int(round(recording.total ** 0.5)) == 0
         self.replay.load(recording if ok else None, e.decisions if ok else None)
-        self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')})", 5000)
+        again = self._keep_seed()
+        self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')}){again}", 8000)
         if self.model_info is not None and e.model and e.model != self.model_info.name:
             self.show_error(f"This image was made with the model {e.model}; the current model is "
                             f"{self.model_info.name}, so regenerating it gives a different picture.",

@@ -15,10 +15,12 @@ from PySide6.QtWidgets import (
 from .. import fidelity
 from . import theme
 from .canvas import to_qimage
+from .elided_label import ElidedLabel
 from .jobs import Frame, JobResult
 from .replay import ReplayError
 
 COMPARE_SLOWMO = 10.0  # the side-by-side replay runs this many times slower than the recorded decodes
+VALUE_ROOM = "16384 / 16384"  # each number's room in the grid; a longer one ends in "…" (its tooltip: all of it)
 
 FIELDS = (
     ("tokens", "Tokens"),
@@ -59,17 +61,20 @@ class StatsPanel(QWidget):
             name = QLabel(label)
             name.setObjectName("muted")
             name.setToolTip(FIELD_TIPS.get(key, ""))
-            value = QLabel("—")
+            value = ElidedLabel("—", whole_text_tooltip=True)  # a huge number never widens the column
             value.setObjectName("statValue")
             value.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            row, col = divmod(i, 2)
-            grid.addWidget(name, row, 2 * col)
-            grid.addWidget(value, row, 2 * col + 1)
+            value.ensurePolished()
+            value.setMinimumWidth(value.fontMetrics().horizontalAdvance(VALUE_ROOM) + 4)
+            # one field a row: a narrow column (a window too narrow for three columns shows this as a tab)
+            grid.addWidget(name, i, 0)
+            grid.addWidget(value, i, 1)
             self.values[key] = value
-        grid.setColumnMinimumWidth(2, 12)
+        grid.setColumnStretch(1, 1)
         self.run_label = QLabel("")
         self.run_label.setObjectName("muted")
-        grid.addWidget(self.run_label, (len(FIELDS) + 1) // 2, 0, 1, 4)
+        self.run_label.setWordWrap(True)  # "Done #12 · seed 2147483647 · prompt fidelity 75%" wraps in its column
+        grid.addWidget(self.run_label, len(FIELDS), 0, 1, 2)
         lay.addWidget(box)
 
         self.compare_box = QGroupBox("Compare: vanilla vs current")
@@ -86,6 +91,7 @@ class StatsPanel(QWidget):
             text = QLabel(title)
             text.setObjectName("muted")
             text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            text.setWordWrap(True)
             col.addWidget(pic, 0, Qt.AlignmentFlag.AlignHCenter)
             col.addWidget(text)
             pics.addLayout(col)
@@ -95,6 +101,7 @@ class StatsPanel(QWidget):
         self.speedup_label = QLabel("Compare measures the speed-up\non this prompt and seed.")
         self.speedup_label.setObjectName("speedup")
         self.speedup_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.speedup_label.setWordWrap(True)
         cl.addWidget(self.speedup_label)
         self.replay_button = QPushButton("Replay side by side")
         self.replay_button.setIcon(theme.glyph_icon("play"))
@@ -129,6 +136,12 @@ class StatsPanel(QWidget):
     def start(self, job) -> None:
         self._set()
         self._note(f"Running #{job.id} · seed {job.settings.seed}", job.label())
+
+    def stopped(self, job, how: str, fixed: Optional[int] = None, total: Optional[int] = None) -> None:
+        """The running job ended without a picture (``how``: "Cancelled" or "Failed"): the note says so,
+        and the numbers stay where it stopped."""
+        where = f" at {fixed} / {total} tokens" if fixed is not None and total else ""
+        self._note(f"{how} #{job.id}{where} · seed {job.settings.seed} · idle", job.label())
 
     def update_live(self, f: Frame, score: Optional[float] = None) -> None:
         """A frame's numbers (a live decode or a replayed step); ``score``: the finished image's fidelity,

@@ -1,10 +1,13 @@
 """What each control does, in the words the tooltips use."""
 
-PROMPT = ("What to draw. Ctrl+Enter generates. For text-conditioned models this is free text "
+PROMPT = ("What to draw. Enter generates, Shift+Enter starts a new line. For text-conditioned models this is free text "
           "(at most 1000 characters); class-conditioned models take a class name or #id.")
 HISTORY = "Recent prompts: pick one to put it back in the prompt box."
 SEED = "Random seed. The same seed, settings and device give the same image."
 DICE = "Pick a random seed."
+NEW_SEED = ("On: every Generate (and Compare) draws a fresh random seed, so each press gives a new picture; the "
+            "seed used shows in the box and goes into the image's record.\nOff: Generate keeps the seed in the box, "
+            "so the same settings draw the same picture again. Clicking a history image turns this off.")
 COPY_SEED = "Copy the seed to the clipboard."
 MODEL = ("Which model generates: the bundled model, a model folder you opened, or the tiny demo "
          "model (random weights: noise, but it shows how decoding works).")
@@ -53,7 +56,7 @@ TOP_K = "Sample only among the k most likely tokens (0 = off)."
 TOP_P = "Nucleus sampling: sample among the most likely tokens whose total probability reaches p (1 = off)."
 CFG = ("Classifier-free guidance scale: how strongly the image follows the prompt (1 = no guidance; "
        "values above 1 cost a second batch row per forward).")
-GENERATE = "Generate an image (Ctrl+Enter). While a job runs, new ones wait in the queue."
+GENERATE = "Generate an image (Enter in the prompt box; Ctrl+Enter anywhere in the window). While a job runs, new ones wait in the queue."
 COMPARE = ("Run vanilla decoding (drafter none) and the current settings with the same prompt, seed and sampling, "
            "then show both images, their times and the measured speed-up.")
 RESET = "Restore the model's default settings."

@@ -1,0 +1,246 @@
+"""Issue 35, the studio for creative people: a first window that fits the screen, columns that never scroll
+sideways, a new picture on every Generate, and the small things a person trips over (pytest-qt, offscreen)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
+from PySide6.QtGui import QScreen  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
+
+from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
+from support.studio import WAIT, on_steps, open_window, run_job  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
+
+
+def fake_screen(monkeypatch, width, height, top=27):
+    """Every screen's free area: ``width`` × ``height`` below a ``top`` px panel (the offscreen platform's
+    one screen is 800 × 600 whatever is asked, so its free area is what the window is told)."""
+    free = QRect(0, top, width, height - top)
+    monkeypatch.setattr(QScreen, "availableGeometry", lambda self: QRect(free))
+    return free
+
+
+# ---------------------------------------------------------------------------------------- 1. fits the screen
+
+
+@pytest.mark.parametrize("screen", [(900, 600), (1100, 750), (1920, 1080)])
+def test_the_first_window_fits_the_screen_it_opens_on(qtbot, tiny, monkeypatch, screen):
+    free = fake_screen(monkeypatch, *screen)
+    w = open_window(qtbot, tiny)  # a fresh data folder: no saved geometry, the first start
+    qtbot.wait(20)
+    g = w.geometry()
+    assert free.contains(g), (g, free)  # the whole window, its status line and right column included
+    want_w = min(1400, round(0.85 * free.width()))
+    want_h = min(880, round(0.85 * free.height()))
+    assert abs(g.width() - want_w) <= 2 and abs(g.height() - want_h) <= 2, (g, want_w, want_h)
+    centre = g.center() - free.center()
+    assert abs(centre.x()) <= 2 and abs(centre.y()) <= 2
+    # every column is on screen and inside the window
+    for part in (w.controls, w.canvas, w.stats, w.gallery, w.statusBar()):
+        top_left = part.mapTo(w, QPoint(0, 0))
+        assert w.rect().contains(QRect(top_left, part.size()).topLeft()), type(part).__name__
+    # too narrow for three columns: settings and results share one column as tabs, beside the canvas
+    assert w.narrow == (g.width() < w.three_columns_width)
+    if w.narrow:
+        assert w.top_split.count() == 2 and w.side_tabs.count() == 2
+        assert [w.side_tabs.tabText(i) for i in range(2)] == ["Settings", "Results"]
+    else:
+        assert w.top_split.count() == 3
+    assert sideways(w) == []
+
+
+def test_a_window_made_wide_again_gets_its_three_columns_back(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    w.canvas.set_overlay(True)  # its legend too
+    w.resize(760, 520)
+    qtbot.wait(20)
+    assert w.narrow and w.width() == 760 and sideways(w) == []
+    w.side_tabs.setCurrentIndex(1)
+    assert w.stats.isVisibleTo(w) and not w.controls.isVisibleTo(w)
+    w.resize(1400, 880)
+    qtbot.wait(20)
+    assert not w.narrow and w.top_split.count() == 3
+    assert w.controls.isVisibleTo(w) and w.stats.isVisibleTo(w) and sideways(w) == []
+    left, middle, right = (w.top_split.widget(i).geometry() for i in range(3))
+    assert left.right() < middle.left() and middle.right() < right.left()
+
+
+def sideways(w) -> list:
+    """What scrolls or sticks out sideways: a side column's horizontal scroll bar, a column narrower than
+    what it holds, a widget reaching past its column's right edge; the history strip's horizontal bar."""
+    found = []
+    for name, scroll in (("controls", w.controls_scroll), ("results", w.right_scroll)):
+        if not scroll.isVisibleTo(w):
+            continue  # the other tab of a narrow window
+        bar, inner, room = scroll.horizontalScrollBar(), scroll.widget(), scroll.viewport().width()
+        if bar.isVisible() and bar.maximum() > 0:
+            found.append(f"{name}: a horizontal scroll bar (0 … {bar.maximum()})")
+        if inner.minimumSizeHint().width() > room:
+            found.append(f"{name}: holds {inner.minimumSizeHint().width()} px in {room} px")
+        for child in inner.findChildren(QWidget):
+            if child.isVisibleTo(w) and child.width() > 0:
+                right = child.mapTo(inner, QPoint(child.width(), 0)).x()
+                if right > room + 1:
+                    found.append(f"{name}: {type(child).__name__}({child.objectName()}) ends at {right} > {room}")
+    if w.middle.minimumSizeHint().width() > w.middle.width():
+        found.append(f"canvas column: needs {w.middle.minimumSizeHint().width()} px, has {w.middle.width()}")
+    if w.gallery.view.horizontalScrollBar().isVisible():
+        found.append("history: a horizontal scroll bar")
+    return found
+
+
+@pytest.mark.parametrize("size", [(1100, 750), (1400, 880)])
+def test_no_column_scrolls_sideways_whatever_was_generated(qtbot, tiny, monkeypatch, size):
+    import time
+
+    w = open_window(qtbot, tiny)
+    w.resize(*size)
+    qtbot.wait(20)
+    c = w.controls
+    c.drafter.setCurrentIndex(c.drafter.findData("jacobi"))
+    long_prompt = "a very long prompt about a lantern-lit harbour at night with boats and gulls " * 3
+    for k, delta in ((w.model_info.vocab_size - 1, 1.0), (0, 0.0), (1, 0.0001), (3, 0.6180)):
+        c.set_settings(c.settings().with_(k=k, delta=delta, seed=2**31 - 1, adaptive_delta=True,
+                                          delta_decay=0.37))
+        run_job(qtbot, w, long_prompt)
+        assert sideways(w) == [], (k, delta)
+    w.canvas.set_overlay(True)  # the legend in the canvas's toolbar
+    c.set_prompt(long_prompt)
+    vanilla, current = w.compare()
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == current.id and not w.jobs.busy,
+                    timeout=WAIT)
+    qtbot.wait(20)
+    assert sideways(w) == [] and "Speed-up" in w.stats.speedup_label.text()
+    w.gallery.view.clicked.emit(w.gallery.model.index(1, 0))  # a history click
+    qtbot.wait(20)
+    assert sideways(w) == [] and "From the history" in w.stats.run_label.text()
+    # numbers as long as a record from elsewhere may carry
+    w.stats.show_record({"stats": {"tokens": 10**9, "tokens_per_second": 1.5e12, "wall_seconds": 12345678.9,
+                                   "target_forwards": 10**9, "mean_accepted_length": 123456.789}},
+                        None, "From the history · seed 2147483647 · a title that goes on and on and on")
+    qtbot.wait(20)
+    assert sideways(w) == []
+    on_steps(monkeypatch, lambda job, ev: time.sleep(0.02))
+    c.set_prompt("stop me")
+    job = w.generate()
+    qtbot.waitUntil(lambda: w.jobs.current is not None and w.jobs.current.id == job.id, timeout=WAIT)
+    qtbot.keyClick(c.prompt, Qt.Key.Key_Escape)  # Esc
+    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
+    qtbot.wait(20)
+    assert sideways(w) == []
+    assert (w.width(), w.height()) == size
+
+
+# ---------------------------------------------------------------------------------------- 2. a new picture
+
+
+def test_each_generate_draws_a_new_seed_shows_it_and_records_it(qtbot, tiny):
+    from lantern_studio.export import read_png_record
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    assert c.new_seed.isChecked() and c.new_seed.text() == "New seed each Generate"  # on by default
+    j1, r1 = run_job(qtbot, w, "a red heart")
+    seed1 = j1.settings.seed
+    assert c.seed.value() == seed1  # the seed box shows the seed that was used
+    assert r1.record()["settings"]["seed"] == seed1 == read_png_record(w.store.entries()[0].path)["settings"]["seed"]
+    # Enter in the prompt box draws one too
+    c.prompt.setFocus()
+    qtbot.keyClick(c.prompt, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: w.last_result.job.id != j1.id and not w.jobs.busy, timeout=WAIT)
+    seed2 = w.last_result.job.settings.seed
+    assert seed2 != seed1 and c.seed.value() == seed2
+    assert w.finished_record["settings"]["seed"] == seed2
+    # a Compare: one fresh seed for both halves
+    vanilla, current = w.compare()
+    assert vanilla.settings.seed == current.settings.seed == c.seed.value() != seed2
+    qtbot.waitUntil(lambda: w.last_result.job.id == current.id and not w.jobs.busy, timeout=WAIT)
+
+
+def test_with_the_choice_off_the_seed_stays_and_the_choice_is_remembered(qtbot, tiny):
+    from lantern_studio.gui.app import create_main_window
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.new_seed.setChecked(False)
+    c.seed.setValue(1234)
+    j1, _ = run_job(qtbot, w, "same again")
+    j2, _ = run_job(qtbot, w, "same again")
+    assert j1.settings.seed == j2.settings.seed == c.seed.value() == 1234
+    assert w.prefs.get_json("new_seed_each_generate") is False
+    w.close()
+    w2 = create_main_window(str(tiny))
+    qtbot.addWidget(w2)
+    assert not w2.controls.new_seed.isChecked() and w2.controls.seed.value() == 1234
+
+
+def test_a_history_click_restores_the_seed_and_turns_the_choice_off_so_generate_reproduces(qtbot, tiny):
+    import numpy as np
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    _, first = run_job(qtbot, w, "keep this one")
+    run_job(qtbot, w, "another")
+    assert c.new_seed.isChecked() and c.seed.value() != first.job.settings.seed
+    entry = next(e for e in w.store.entries() if e.prompt == "keep this one")
+    w.gallery.view.clicked.emit(w.gallery.model.index([e.id for e in w.store.entries()].index(entry.id), 0))
+    assert c.seed.value() == first.job.settings.seed and not c.new_seed.isChecked()
+    message = w.statusBar().currentMessage()
+    assert f"seed {first.job.settings.seed}" in message and "New seed each Generate is off" in message
+    job, again = run_job(qtbot, w, "keep this one")
+    assert job.settings.seed == first.job.settings.seed and np.array_equal(again.image, first.image)
+
+
+# ---------------------------------------------------------------------------------------- 3. the small items
+
+
+def test_the_stats_panel_says_cancelled_after_esc_not_running(qtbot, tiny, monkeypatch):
+    import time
+
+    w = open_window(qtbot, tiny)
+    on_steps(monkeypatch, lambda job, ev: time.sleep(0.05))
+    cancelled = []
+    w.jobs.job_cancelled.connect(cancelled.append)
+    w.controls.set_prompt("stop me")
+    job = w.generate()
+    qtbot.waitUntil(lambda: w.stats.run_label.text().startswith(f"Running #{job.id}"), timeout=WAIT)
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: bool(cancelled) and not w.jobs.busy, timeout=WAIT)
+    note = w.stats.run_label.text()
+    assert "Running" not in note and note.startswith(f"Cancelled #{job.id}"), note
+    assert "cancelled" in w.canvas.progress.format()
+
+
+def test_the_canvas_hint_and_tooltips_name_the_key_that_generates(qtbot, tiny, monkeypatch):
+    from PySide6.QtGui import QPainter
+
+    from lantern_studio.gui import tooltips
+
+    w = open_window(qtbot, tiny)
+    drawn = []
+    real = QPainter.drawText
+
+    def record(painter, *args):
+        drawn.extend(a for a in args if isinstance(a, str))
+        return real(painter, *args)
+
+    monkeypatch.setattr(QPainter, "drawText", record)
+    w.canvas.view.grab()  # paints the empty canvas: its hint
+    hint = " ".join(drawn)
+    assert "press Enter" in hint and "Ctrl+Enter" not in hint, hint
+    for tip in (tooltips.PROMPT, tooltips.GENERATE):
+        assert "Enter" in tip and "Ctrl+Enter generates" not in tip and "(Ctrl+Enter)" not in tip, tip
+    # and Enter is what generates
+    w.controls.set_prompt("a red heart")
+    w.controls.prompt.setFocus()
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
+    assert w.jobs.current is not None or w.started_jobs
