@@ -97,3 +97,18 @@ def test_one_function_resolves_every_kind_of_model_spec(tmp_path, monkeypatch):
     assert resolve_spec(TINY_DEMO) == demo and (demo / "model.json").stat().st_mtime_ns == stamp
     with pytest.raises(CheckpointError, match="not a model folder"):
         resolve_spec("no-such-model")
+
+
+def test_the_bundled_model_offers_only_the_styles_its_weights_were_taught(pipe):
+    """Model v4 was taught again on fluent flat only: what it offers (the Style selector, 'any', a style by
+    name) is what model.json says, the shipped previews are exactly those, and another style is refused."""
+    from lantern_studio.engine.settings import GenerationSettings, SettingsError
+
+    cond = json.loads((FOLDER / "model.json").read_text())["conditioning"]
+    offered = cond.get("offered_styles", cond["styles"])
+    assert pipe.conditioner.offered_styles == offered and set(offered) <= set(pipe.conditioner.styles)
+    assert sorted(p.stem for p in (FOLDER / "styles").glob("*.png")) == sorted(offered)
+    assert pipe.conditioner("a red heart", GenerationSettings(style="any", seed=3)).match.style in offered
+    for other in set(pipe.conditioner.styles) - set(offered):
+        with pytest.raises(SettingsError, match=f"unknown style '{other}'"):
+            pipe.conditioner("a red heart", GenerationSettings(style=other))
