@@ -244,3 +244,21 @@ def test_the_canvas_hint_and_tooltips_name_the_key_that_generates(qtbot, tiny, m
     w.controls.prompt.setFocus()
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
     assert w.jobs.current is not None or w.started_jobs
+
+
+def test_the_png_steps_and_the_ui_count_the_same_target_forwards(qtbot, tiny):
+    import re
+
+    from PIL import Image
+
+    w = open_window(qtbot, tiny)
+    job, r = run_job(qtbot, w, "count me")
+    forwards = r.stats["target_forwards"] + 1  # the one definition: target forwards, the prefill's included
+    assert forwards == r.recording.steps  # one decoding step per target forward
+    with Image.open(w.store.entries()[0].path) as img:
+        steps = int(re.search(r"Steps: (\d+)", img.text["parameters"]).group(1))
+    assert steps == forwards
+    assert w.stats.values["forwards"].text() == str(forwards)
+    assert f"{forwards} target forwards" in w.canvas.progress.format()
+    w.restore_entry(w.store.entries()[0])
+    assert w.stats.values["forwards"].text() == str(forwards)

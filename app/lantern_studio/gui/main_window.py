@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from .. import fidelity
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
-from ..export import ExportError, save_png, slug
+from ..export import ExportError, save_png, slug, target_forwards
 from ..models import BUNDLED_NAME, TINY_DEMO, model_defaults
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
@@ -621,7 +621,7 @@ class MainWindow(QMainWindow):
         self.stats.show_result(r)
         self.chart.add_result(r)
         s = r.stats
-        self.canvas.set_status(f"done · %v / %m tokens · {s['target_forwards'] + 1} target forwards · "
+        self.canvas.set_status(f"done · %v / %m tokens · {target_forwards(s['target_forwards'])} target forwards · "
                                f"{s['wall_seconds']:.2f} s")
         self.statusBar().showMessage(f"Done #{r.job.id} in {s['wall_seconds']:.2f} s", 6000)
         if r.warning:
@@ -665,10 +665,10 @@ class MainWindow(QMainWindow):
         self.stats.update_live(frame, fidelity.of_record(self.finished_record or {}))
         self._canvas_finished = frame.final
         if frame.final:
-            self.canvas.set_status(f"replay: done · %v / %m tokens · {frame.target_forwards + 1} target forwards")
+            self.canvas.set_status(f"replay: done · %v / %m tokens · {target_forwards(frame.target_forwards)} target forwards")
         else:
             self.canvas.set_status(f"replay: step {step + 1} / {rec.steps} · %v / %m tokens · "
-                                   f"{frame.target_forwards + 1} target forwards")
+                                   f"{target_forwards(frame.target_forwards)} target forwards")
 
     def load_point(self, prompt: str, settings: GenerationSettings) -> None:
         """A trade-off chart point was clicked: its prompt and settings go back into the controls."""
