@@ -262,3 +262,28 @@ def test_the_png_steps_and_the_ui_count_the_same_target_forwards(qtbot, tiny):
     assert f"{forwards} target forwards" in w.canvas.progress.format()
     w.restore_entry(w.store.entries()[0])
     assert w.stats.values["forwards"].text() == str(forwards)
+
+
+def test_history_thumbnails_are_whole_with_a_caption_of_prompt_and_seed(qtbot, tiny):
+    from lantern_studio.gui.main_window import HISTORY_MIN_HEIGHT
+
+    w = open_window(qtbot, tiny)
+    w.resize(1100, 750)
+    long_prompt = "a lantern-lit harbour at night with boats, gulls and a lighthouse"
+    job, _ = run_job(qtbot, w, long_prompt)
+    qtbot.waitUntil(lambda: not w.gallery.thumbnails_pending, timeout=WAIT)
+    # the history strip at its smallest
+    sizes = w.main_split.sizes()
+    w.main_split.setSizes([sum(sizes) - HISTORY_MIN_HEIGHT, HISTORY_MIN_HEIGHT])
+    qtbot.wait(20)
+    view = w.gallery.view
+    index = w.gallery.model.index(0, 0)
+    rect = view.visualRect(index)
+    assert view.viewport().rect().contains(rect), (rect, view.viewport().rect())  # not clipped at the bottom
+    caption = index.data()
+    assert "\n" not in caption and caption.endswith(f" · {job.settings.seed}"), caption  # one line: prompt, seed
+    prompt = caption[: -len(f" · {job.settings.seed}")]
+    assert prompt.endswith("…") and long_prompt.startswith(prompt[:-1])
+    fm = view.fontMetrics()
+    assert fm.horizontalAdvance(caption) <= view.gridSize().width() - 4
+    assert rect.height() >= view.iconSize().height() + fm.height()  # room for the picture and its caption

@@ -52,7 +52,8 @@ from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
 
 MAX_RECENT_MODELS = 8
-HISTORY_MIN_HEIGHT = 104  # the history strip's search row and one row of whole thumbnails
+HISTORY_MIN_HEIGHT = 104  # at least: the history strip's search row and one row of whole thumbnails (see
+# HistoryGallery.least_height: the captioned cells may need more)
 FIRST_SIZE = QSize(1400, 880)  # the first window (no saved geometry): at most this big …
 FIRST_SHARE = 0.85  # … and this share of the screen's free area, centred in it
 _groups = itertools.count(1)
@@ -196,9 +197,10 @@ class MainWindow(QMainWindow):
         self.main_split.addWidget(self.gallery)
         self.main_split.setStretchFactor(0, 1)
         self.main_split.setStretchFactor(1, 0)
-        self.main_split.setSizes([740, HISTORY_MIN_HEIGHT + 16])
+        history_least = max(HISTORY_MIN_HEIGHT, self.gallery.least_height())
+        self.main_split.setSizes([740, history_least + 16])
         self.main_split.setChildrenCollapsible(False)
-        self.gallery.setMinimumHeight(HISTORY_MIN_HEIGHT)  # whole thumbnails at every window size
+        self.gallery.setMinimumHeight(history_least)  # whole captioned thumbnails at every window size
         outer.addWidget(self.main_split, 1)
         self.setCentralWidget(central)
 
