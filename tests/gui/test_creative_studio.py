@@ -287,3 +287,18 @@ def test_history_thumbnails_are_whole_with_a_caption_of_prompt_and_seed(qtbot, t
     fm = view.fontMetrics()
     assert fm.horizontalAdvance(caption) <= view.gridSize().width() - 4
     assert rect.height() >= view.iconSize().height() + fm.height()  # room for the picture and its caption
+
+
+def test_export_defaults_to_eight_times_with_crisp_pixels(qtbot, tiny, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    w = open_window(qtbot, tiny)
+    assert w.export_bar.factor_value() == 8 and w.export_bar.method_value() == "nearest"
+    _, r = run_job(qtbot, w, "export me")
+    target = w.save_as(str(tmp_path / "out.png"))
+    with Image.open(target) as img:
+        pixels = np.asarray(img.convert("RGB"))
+    assert pixels.shape == (512, 512, 3)
+    assert np.array_equal(pixels[::8, ::8], r.image)  # every 8×8 block one source pixel: crisp, not smoothed
+    assert np.array_equal(pixels, np.kron(r.image, np.ones((8, 8, 1), dtype=np.uint8)))

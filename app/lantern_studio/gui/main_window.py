@@ -40,7 +40,7 @@ from .banner import Banner
 from .canvas import Canvas
 from .chart import TradeoffChart
 from .controls import OPEN_FOLDER, ControlsPanel
-from .export_bar import ExportBar
+from .export_bar import DEFAULT_FACTOR, DEFAULT_METHOD, ExportBar
 from .history import HistoryGallery, ask_user
 from .history_store import Entry, HistoryStore
 from .job_queue import JobQueue
@@ -354,7 +354,8 @@ class MainWindow(QMainWindow):
         self.jobs.set_compiled(compiled)  # before the model load asked for next: it compiles as it loads
         self.canvas.set_zoom(p.get_json("zoom", "fit"))
         self.canvas.set_overlay(bool(p.get_json("overlay", False)))
-        self.export_bar.set_choice(p.get_json("export_factor", 1) or 1, p.get_json("export_method", "nearest"))
+        self.export_bar.set_choice(p.get_json("export_factor", DEFAULT_FACTOR) or DEFAULT_FACTOR,
+                                   p.get_json("export_method", DEFAULT_METHOD))
         geom = p.get_bytes("geometry")
         if isinstance(geom, QByteArray) and not geom.isEmpty() and self.restoreGeometry(geom):
             self._fit_on_screen()
