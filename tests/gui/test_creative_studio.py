@@ -302,3 +302,27 @@ def test_export_defaults_to_eight_times_with_crisp_pixels(qtbot, tiny, tmp_path)
     assert pixels.shape == (512, 512, 3)
     assert np.array_equal(pixels[::8, ::8], r.image)  # every 8×8 block one source pixel: crisp, not smoothed
     assert np.array_equal(pixels, np.kron(r.image, np.ones((8, 8, 1), dtype=np.uint8)))
+
+
+def test_help_explains_how_lantern_works_in_words_and_a_picture(qtbot, tiny):
+    from lantern_studio.gui.canvas import DECISION_COLOURS
+
+    w = open_window(qtbot, tiny)
+    help_menu = next(a.menu() for a in w.menuBar().actions() if a.text() == "&Help")
+    texts = [a.text() for a in help_menu.actions()]
+    assert "How LANTERN works" in texts and texts[-1] == "About Lantern Studio"
+    action = next(a for a in help_menu.actions() if a.text() == "How LANTERN works")
+    action.trigger()
+    d = w.how_it_works
+    qtbot.addWidget(d)
+    assert d.isVisible() and d.windowTitle() == "How LANTERN works"
+    text = d.text.toPlainText()
+    for words in ("drafter", "target", "look-alike codebook neighbours", "δ = 0", "k = 0",
+                  "exactly the model's own distribution", "at most δ in total variation", "per token only",
+                  "blue", "green", "orange"):
+        assert words in text, words
+    picture = d.picture.grab().toImage()
+    seen = {(picture.pixelColor(x, y).red(), picture.pixelColor(x, y).green(), picture.pixelColor(x, y).blue())
+            for x in range(0, picture.width(), 3) for y in range(0, picture.height(), 3)}
+    for colour in DECISION_COLOURS.values():  # the canvas overlay's colours, each drawn
+        assert (colour.red(), colour.green(), colour.blue()) in seen

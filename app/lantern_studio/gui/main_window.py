@@ -41,6 +41,7 @@ from .canvas import Canvas
 from .chart import TradeoffChart
 from .controls import OPEN_FOLDER, ControlsPanel
 from .export_bar import DEFAULT_FACTOR, DEFAULT_METHOD, ExportBar
+from .help_dialog import show_how_it_works
 from .history import HistoryGallery, ask_user
 from .history_store import Entry, HistoryStore
 from .job_queue import JobQueue
@@ -131,6 +132,10 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         show_about(self)
+
+    def show_how_it_works(self) -> None:
+        """Help ▸ How LANTERN works: the drafter and the target, k and δ, the overlay's colours, what exact means."""
+        self.how_it_works = show_how_it_works(self)
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
@@ -295,6 +300,7 @@ class MainWindow(QMainWindow):
         self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)
         self._action(v, "Clear trade-off chart", self.chart.clear)
         h = mb.addMenu("&Help")  # last, as on every desktop
+        self._action(h, "How LANTERN works", self.show_how_it_works, [QKeySequence.StandardKey.HelpContents])
         self._action(h, "About Lantern Studio", self.show_about)
         for a in (self.save_action, self.copy_action, self.generate_action, self.cancel_action):
             a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
