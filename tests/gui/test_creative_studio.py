@@ -326,3 +326,21 @@ def test_help_explains_how_lantern_works_in_words_and_a_picture(qtbot, tiny):
             for x in range(0, picture.width(), 3) for y in range(0, picture.height(), 3)}
     for colour in DECISION_COLOURS.values():  # the canvas overlay's colours, each drawn
         assert (colour.red(), colour.green(), colour.blue()) in seen
+
+
+FORMULA = ("min(", "p(", "q(", "m(", "H(p)", "log V", "Σ", "≤", "∼", "/ q", "δ_t", "·p")
+
+
+def test_the_delta_explanation_is_words_not_a_formula(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.drafter.setCurrentIndex(c.drafter.findData("jacobi"))
+    cases = [dict(k=8, delta=0.1), dict(k=8, delta=0.1, greedy=True), dict(k=8, delta=0.1, bound="step"),
+             dict(k=8, delta=0.1, adaptive_delta=True, delta_decay=0.5), dict(k=0, delta=0.1),
+             dict(k=8, delta=0.0)]
+    for case in cases:
+        c.set_settings(c.settings().with_(**case))
+        for text in (c.delta.toolTip(), c.guarantee.text(), c.guarantee.toolTip()):
+            assert not [f for f in FORMULA if f in text], (case, [f for f in FORMULA if f in text], text)
+    c.set_settings(c.settings().with_(k=8, delta=0.1, greedy=False, bound="lantern"))
+    assert "within δ" in c.delta.toolTip() and "can exceed δ" in c.delta.toolTip()
