@@ -60,6 +60,16 @@ def bound_value(s: dict) -> str:
     return text
 
 
+def target_forwards(engine_count):
+    """The one count of target forwards the studio and its PNGs show (the PNG's "Steps", the stats panel,
+    the canvas line, the Compare): the prefill's forward included, so one per decoding step (a vanilla
+    256-token image: 256). ``engine_count`` is the engine's ``DecodeStats.target_forwards`` (or a frame's),
+    which counts the image-token forwards after the prefill; None (or a non-integer) gives None."""
+    if not isinstance(engine_count, int) or isinstance(engine_count, bool):
+        return None
+    return engine_count + 1
+
+
 def a1111_parameters(record: dict) -> str:
     s = record.get("settings", {})
     method = "vanilla AR" if s.get("drafter", "none") == "none" else f"speculative ({s.get('drafter')})"
@@ -68,7 +78,7 @@ def a1111_parameters(record: dict) -> str:
     stats = record.get("stats", {})
     h, w = record.get("size", (0, 0))
     fields = [
-        ("Steps", stats.get("target_forwards")),
+        ("Steps", target_forwards(stats.get("target_forwards"))),
         ("Sampler", method),
         ("CFG scale", s.get("cfg_scale")),
         ("Seed", s.get("seed")),

@@ -244,3 +244,103 @@ def test_the_canvas_hint_and_tooltips_name_the_key_that_generates(qtbot, tiny, m
     w.controls.prompt.setFocus()
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
     assert w.jobs.current is not None or w.started_jobs
+
+
+def test_the_png_steps_and_the_ui_count_the_same_target_forwards(qtbot, tiny):
+    import re
+
+    from PIL import Image
+
+    w = open_window(qtbot, tiny)
+    job, r = run_job(qtbot, w, "count me")
+    forwards = r.stats["target_forwards"] + 1  # the one definition: target forwards, the prefill's included
+    assert forwards == r.recording.steps  # one decoding step per target forward
+    with Image.open(w.store.entries()[0].path) as img:
+        steps = int(re.search(r"Steps: (\d+)", img.text["parameters"]).group(1))
+    assert steps == forwards
+    assert w.stats.values["forwards"].text() == str(forwards)
+    assert f"{forwards} target forwards" in w.canvas.progress.format()
+    w.restore_entry(w.store.entries()[0])
+    assert w.stats.values["forwards"].text() == str(forwards)
+
+
+def test_history_thumbnails_are_whole_with_a_caption_of_prompt_and_seed(qtbot, tiny):
+    from lantern_studio.gui.main_window import HISTORY_MIN_HEIGHT
+
+    w = open_window(qtbot, tiny)
+    w.resize(1100, 750)
+    long_prompt = "a lantern-lit harbour at night with boats, gulls and a lighthouse"
+    job, _ = run_job(qtbot, w, long_prompt)
+    qtbot.waitUntil(lambda: not w.gallery.thumbnails_pending, timeout=WAIT)
+    # the history strip at its smallest
+    sizes = w.main_split.sizes()
+    w.main_split.setSizes([sum(sizes) - HISTORY_MIN_HEIGHT, HISTORY_MIN_HEIGHT])
+    qtbot.wait(20)
+    view = w.gallery.view
+    index = w.gallery.model.index(0, 0)
+    rect = view.visualRect(index)
+    assert view.viewport().rect().contains(rect), (rect, view.viewport().rect())  # not clipped at the bottom
+    caption = index.data()
+    assert "\n" not in caption and caption.endswith(f" · {job.settings.seed}"), caption  # one line: prompt, seed
+    prompt = caption[: -len(f" · {job.settings.seed}")]
+    assert prompt.endswith("…") and long_prompt.startswith(prompt[:-1])
+    fm = view.fontMetrics()
+    assert fm.horizontalAdvance(caption) <= view.gridSize().width() - 4
+    assert rect.height() >= view.iconSize().height() + fm.height()  # room for the picture and its caption
+
+
+def test_export_defaults_to_eight_times_with_crisp_pixels(qtbot, tiny, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    w = open_window(qtbot, tiny)
+    assert w.export_bar.factor_value() == 8 and w.export_bar.method_value() == "nearest"
+    _, r = run_job(qtbot, w, "export me")
+    target = w.save_as(str(tmp_path / "out.png"))
+    with Image.open(target) as img:
+        pixels = np.asarray(img.convert("RGB"))
+    assert pixels.shape == (512, 512, 3)
+    assert np.array_equal(pixels[::8, ::8], r.image)  # every 8×8 block one source pixel: crisp, not smoothed
+    assert np.array_equal(pixels, np.kron(r.image, np.ones((8, 8, 1), dtype=np.uint8)))
+
+
+def test_help_explains_how_lantern_works_in_words_and_a_picture(qtbot, tiny):
+    from lantern_studio.gui.canvas import DECISION_COLOURS
+
+    w = open_window(qtbot, tiny)
+    help_menu = next(a.menu() for a in w.menuBar().actions() if a.text() == "&Help")
+    texts = [a.text() for a in help_menu.actions()]
+    assert "How LANTERN works" in texts and texts[-1] == "About Lantern Studio"
+    action = next(a for a in help_menu.actions() if a.text() == "How LANTERN works")
+    action.trigger()
+    d = w.how_it_works
+    qtbot.addWidget(d)
+    assert d.isVisible() and d.windowTitle() == "How LANTERN works"
+    text = d.text.toPlainText()
+    for words in ("drafter", "target", "look-alike codebook neighbours", "δ = 0", "k = 0",
+                  "exactly the model's own distribution", "at most δ in total variation", "per token only",
+                  "blue", "green", "orange"):
+        assert words in text, words
+    picture = d.picture.grab().toImage()
+    seen = {(picture.pixelColor(x, y).red(), picture.pixelColor(x, y).green(), picture.pixelColor(x, y).blue())
+            for x in range(0, picture.width(), 3) for y in range(0, picture.height(), 3)}
+    for colour in DECISION_COLOURS.values():  # the canvas overlay's colours, each drawn
+        assert (colour.red(), colour.green(), colour.blue()) in seen
+
+
+FORMULA = ("min(", "p(", "q(", "m(", "H(p)", "log V", "Σ", "≤", "∼", "/ q", "δ_t", "·p")
+
+
+def test_the_delta_explanation_is_words_not_a_formula(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.drafter.setCurrentIndex(c.drafter.findData("jacobi"))
+    cases = [dict(k=8, delta=0.1), dict(k=8, delta=0.1, greedy=True), dict(k=8, delta=0.1, bound="step"),
+             dict(k=8, delta=0.1, adaptive_delta=True, delta_decay=0.5), dict(k=0, delta=0.1),
+             dict(k=8, delta=0.0)]
+    for case in cases:
+        c.set_settings(c.settings().with_(**case))
+        for text in (c.delta.toolTip(), c.guarantee.text(), c.guarantee.toolTip()):
+            assert not [f for f in FORMULA if f in text], (case, [f for f in FORMULA if f in text], text)
+    c.set_settings(c.settings().with_(k=8, delta=0.1, greedy=False, bound="lantern"))
+    assert "within δ" in c.delta.toolTip() and "can exceed δ" in c.delta.toolTip()

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine.decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECISION_NAMES
+from ..export import target_forwards
 from . import tooltips as tt
 from .jobs import UNFILLED, Frame
 
@@ -229,7 +230,7 @@ class Canvas(QWidget):
         self.view.set_image(to_qimage(frame.image), frame.decisions, self.grid)
         self.progress.setRange(0, frame.total)
         self.progress.setValue(frame.n_fixed)
-        self.progress.setFormat(f"%v / %m tokens · {frame.target_forwards + 1} target forwards")
+        self.progress.setFormat(f"%v / %m tokens · {target_forwards(frame.target_forwards)} target forwards")
 
     def show_image(self, image: np.ndarray, decisions: Optional[np.ndarray] = None) -> None:
         n = int(decisions.size) if decisions is not None else 0

@@ -324,27 +324,31 @@ class ControlsPanel(QWidget):
         self.guarantee.setText(self._guarantee_text())
 
     def _guarantee_text(self) -> str:
+        """What the current settings promise, in words (the tooltip says more)."""
         s = self.settings()
         if s.drafter == "none":
-            return "Vanilla AR: one target forward per token; output ∼ target exactly."
+            return "Vanilla: one target forward per token; the picture comes exactly from the model."
         if s.k == 0 or (s.lam is None and s.delta == 0) or (s.lam is not None and s.lam == 1):
-            return "Exact (lossless) speculative decoding: output ∼ target exactly."
+            return "Exact (lossless): the picture comes exactly from the model's own distribution, only sooner."
         if s.lam is not None:
-            return f"LANTERN++: neighbour mass ≤ (λ − 1)·p(x̃) = {s.lam - 1:g}·p(x̃) per drafted token."
-        budget = f"δ_t = δ·H(p)/log V ≤ δ = {s.delta:g}" if s.adaptive_delta else f"δ = {s.delta:g}"
+            return (f"LANTERN++: the look-alikes may add at most {s.lam - 1:g} times the drafted token's own "
+                    "chance, for each drafted token.")
+        budget = f"δ = {s.delta:g}"
+        if s.adaptive_delta:
+            budget += ", less where the target is sure of itself"
         if s.delta_decay != 1:
-            budget += f" at a chain's first draft, ×{s.delta_decay:g} at each next one"
+            budget += f", {s.delta_decay:g} times less at each next draft of a chain"
         total = ""
         if self._tokens:
-            total = (f"; over the image's {self._tokens} tokens the steps add up: the whole image's TV from the "
-                     f"target is ≤ min(1, Σ δ_t) ≤ min(1, {self._tokens * s.delta:g})")
+            total = (f"; over the image's {self._tokens} tokens the steps add up to at most "
+                     f"{min(1.0, self._tokens * s.delta):g} in total variation")
         if s.bound == "step":
-            return f"Step bound: each step's output is within {budget} of the target in total variation{total}."
+            return f"Step bound: each step stays within {budget} of the model in total variation{total}."
         if s.greedy:
-            return (f"Greedy drafts are deterministic: each step stays within {budget} of the target "
+            return (f"Greedy drafts are deterministic: each step stays within {budget} of the model "
                     f"in total variation{total}.")
-        return (f"Sampled drafts: per-token bound P(y) ≤ p(y) + m(y) with m ≤ {budget}; "
-                "the step's total variation can exceed δ (the step bound keeps it).")
+        return (f"Sampled drafts: the bound ({budget}) holds per token only; a whole step can move further "
+                "than δ (the step bound keeps it).")
 
     def settings(self) -> GenerationSettings:
         return GenerationSettings(

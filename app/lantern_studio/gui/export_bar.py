@@ -12,6 +12,11 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidg
 from ..export import UPSCALE_FACTORS, upscale
 from .canvas import to_qimage
 
+# until a person picks another: ×8 with crisp pixels (a 64×64 picture becomes a 512×512 file, each pixel an
+# 8×8 block), a size that reads in any image viewer; ×1 is the picture's own size
+DEFAULT_FACTOR = 8
+DEFAULT_METHOD = "nearest"
+
 
 class ExportBar(QWidget):
     save_requested = Signal()
@@ -42,6 +47,7 @@ class ExportBar(QWidget):
         self.copy_button.clicked.connect(self.copy_requested)
         lay.addWidget(self.save_button)
         lay.addWidget(self.copy_button)
+        self.set_choice(DEFAULT_FACTOR, DEFAULT_METHOD)
 
     def factor_value(self) -> int:
         return int(self.factor.currentData())

@@ -16,7 +16,9 @@ from PySide6.QtWidgets import (
 from . import aio
 from .history_store import Entry, HistoryStore
 
-THUMB = 88
+THUMB = 64  # the bundled model's pictures at their own size (larger ones are scaled down)
+CELL_WIDTH = 136  # a thumbnail's cell: wide enough for its caption line, "a red he… · 1234567890"
+CAPTION_PAD = 6  # the cell's room around its thumbnail and caption
 THUMB_BATCH = 16  # thumbnails read per executor job; the gallery fills in as each batch lands
 
 
@@ -35,6 +37,21 @@ def ask_user(parent, title: str, text: str) -> bool:
     answer = QMessageBox.question(parent, title, text, QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
                                   QMessageBox.StandardButton.No)
     return answer == QMessageBox.StandardButton.Yes
+
+
+def caption(e: Entry, metrics, width: int) -> str:
+    """A thumbnail's caption line: the prompt, ending in "…" where it does not fit, and the seed."""
+    s = e.settings if isinstance(e.settings, dict) else {}
+    seed = s.get("seed")
+    tail = f" · {seed}" if isinstance(seed, int) and not isinstance(seed, bool) else ""
+    room = max(0, width - metrics.horizontalAdvance(tail))
+    prompt = " ".join(str(e.prompt).split())
+    return metrics.elidedText(prompt, Qt.TextElideMode.ElideRight, room) + tail
+
+
+def cell_height(metrics) -> int:
+    """A thumbnail's cell: the picture, one caption line, padding."""
+    return THUMB + metrics.height() + CAPTION_PAD
 
 
 def describe(e: Entry) -> str:
@@ -98,9 +115,10 @@ class HistoryGallery(QWidget):
         self.view.setMovement(QListView.Movement.Static)
         self.view.setUniformItemSizes(True)
         self.view.setIconSize(QSize(THUMB, THUMB))
-        self.view.setGridSize(QSize(THUMB + 16, THUMB + 30))
+        self.view.setGridSize(QSize(CELL_WIDTH, cell_height(self.view.fontMetrics())))
         self.view.setSpacing(4)
         self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.view.setWordWrap(False)  # one caption line (elided in refresh: the prompt shortened, the seed whole)
         self.view.setEditTriggers(QListView.EditTrigger.NoEditTriggers)
         self.view.setModel(self.model)
         self.view.clicked.connect(self._clicked)
@@ -112,14 +130,21 @@ class HistoryGallery(QWidget):
         self.view.addAction(delete)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
         lay.addWidget(self.view, 1)
+        self.header_height = top.sizeHint().height() + lay.spacing()
         self.refresh()
+
+    def least_height(self) -> int:
+        """Tall enough for the search row and one row of whole thumbnails with their captions."""
+        frame = 2 * self.view.frameWidth()
+        return self.header_height + self.view.gridSize().height() + frame + self.view.spacing()
 
     def refresh(self, *_) -> None:
         entries = self.store.entries(self.search.text())
         self.model.clear()
         missing = []
+        metrics, room = self.view.fontMetrics(), CELL_WIDTH - 8
         for e in entries:
-            text = e.prompt if len(e.prompt) <= 14 else e.prompt[:13] + "…"
+            text = caption(e, metrics, room)
             icon = self._icons.get(e.id)
             item = QStandardItem(icon or self._placeholder, text)
             item.setData(e.id, ID_ROLE)

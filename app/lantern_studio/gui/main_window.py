@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from .. import fidelity
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
-from ..export import ExportError, save_png, slug
+from ..export import ExportError, save_png, slug, target_forwards
 from ..models import BUNDLED_NAME, TINY_DEMO, model_defaults
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
@@ -40,7 +40,8 @@ from .banner import Banner
 from .canvas import Canvas
 from .chart import TradeoffChart
 from .controls import OPEN_FOLDER, ControlsPanel
-from .export_bar import ExportBar
+from .export_bar import DEFAULT_FACTOR, DEFAULT_METHOD, ExportBar
+from .help_dialog import show_how_it_works
 from .history import HistoryGallery, ask_user
 from .history_store import Entry, HistoryStore
 from .job_queue import JobQueue
@@ -52,7 +53,8 @@ from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
 
 MAX_RECENT_MODELS = 8
-HISTORY_MIN_HEIGHT = 104  # the history strip's search row and one row of whole thumbnails
+HISTORY_MIN_HEIGHT = 104  # at least: the history strip's search row and one row of whole thumbnails (see
+# HistoryGallery.least_height: the captioned cells may need more)
 FIRST_SIZE = QSize(1400, 880)  # the first window (no saved geometry): at most this big …
 FIRST_SHARE = 0.85  # … and this share of the screen's free area, centred in it
 _groups = itertools.count(1)
@@ -131,6 +133,10 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         show_about(self)
 
+    def show_how_it_works(self) -> None:
+        """Help ▸ How LANTERN works: the drafter and the target, k and δ, the overlay's colours, what exact means."""
+        self.how_it_works = show_how_it_works(self)
+
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
         central = QWidget()
@@ -196,9 +202,10 @@ class MainWindow(QMainWindow):
         self.main_split.addWidget(self.gallery)
         self.main_split.setStretchFactor(0, 1)
         self.main_split.setStretchFactor(1, 0)
-        self.main_split.setSizes([740, HISTORY_MIN_HEIGHT + 16])
+        history_least = max(HISTORY_MIN_HEIGHT, self.gallery.least_height())
+        self.main_split.setSizes([740, history_least + 16])
         self.main_split.setChildrenCollapsible(False)
-        self.gallery.setMinimumHeight(HISTORY_MIN_HEIGHT)  # whole thumbnails at every window size
+        self.gallery.setMinimumHeight(history_least)  # whole captioned thumbnails at every window size
         outer.addWidget(self.main_split, 1)
         self.setCentralWidget(central)
 
@@ -293,6 +300,7 @@ class MainWindow(QMainWindow):
         self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)
         self._action(v, "Clear trade-off chart", self.chart.clear)
         h = mb.addMenu("&Help")  # last, as on every desktop
+        self._action(h, "How LANTERN works", self.show_how_it_works, [QKeySequence.StandardKey.HelpContents])
         self._action(h, "About Lantern Studio", self.show_about)
         for a in (self.save_action, self.copy_action, self.generate_action, self.cancel_action):
             a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
@@ -352,7 +360,8 @@ class MainWindow(QMainWindow):
         self.jobs.set_compiled(compiled)  # before the model load asked for next: it compiles as it loads
         self.canvas.set_zoom(p.get_json("zoom", "fit"))
         self.canvas.set_overlay(bool(p.get_json("overlay", False)))
-        self.export_bar.set_choice(p.get_json("export_factor", 1) or 1, p.get_json("export_method", "nearest"))
+        self.export_bar.set_choice(p.get_json("export_factor", DEFAULT_FACTOR) or DEFAULT_FACTOR,
+                                   p.get_json("export_method", DEFAULT_METHOD))
         geom = p.get_bytes("geometry")
         if isinstance(geom, QByteArray) and not geom.isEmpty() and self.restoreGeometry(geom):
             self._fit_on_screen()
@@ -621,7 +630,7 @@ class MainWindow(QMainWindow):
         self.stats.show_result(r)
         self.chart.add_result(r)
         s = r.stats
-        self.canvas.set_status(f"done · %v / %m tokens · {s['target_forwards'] + 1} target forwards · "
+        self.canvas.set_status(f"done · %v / %m tokens · {target_forwards(s['target_forwards'])} target forwards · "
                                f"{s['wall_seconds']:.2f} s")
         self.statusBar().showMessage(f"Done #{r.job.id} in {s['wall_seconds']:.2f} s", 6000)
         if r.warning:
@@ -665,10 +674,10 @@ class MainWindow(QMainWindow):
         self.stats.update_live(frame, fidelity.of_record(self.finished_record or {}))
         self._canvas_finished = frame.final
         if frame.final:
-            self.canvas.set_status(f"replay: done · %v / %m tokens · {frame.target_forwards + 1} target forwards")
+            self.canvas.set_status(f"replay: done · %v / %m tokens · {target_forwards(frame.target_forwards)} target forwards")
         else:
             self.canvas.set_status(f"replay: step {step + 1} / {rec.steps} · %v / %m tokens · "
-                                   f"{frame.target_forwards + 1} target forwards")
+                                   f"{target_forwards(frame.target_forwards)} target forwards")
 
     def load_point(self, prompt: str, settings: GenerationSettings) -> None:
         """A trade-off chart point was clicked: its prompt and settings go back into the controls."""

@@ -15,6 +15,7 @@ import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QPushButton, QSlider, QVBoxLayout, QWidget
 
+from ..export import target_forwards
 from . import theme
 from .elided_label import ElidedLabel
 from .replay import Recording, ReplayError
@@ -147,7 +148,7 @@ class ReplayBar(QWidget):
         except ReplayError:  # decisions that do not fit: the window says why when it draws the step
             self.label.setText("no replay for this image")
             return
-        fwd = (rec.target[step] if step >= 0 else 0) + 1
+        fwd = target_forwards(rec.target[step] if step >= 0 else 0)
         drafted = counts["exact"] + counts["relaxed"]
         self.label.setText(f"step {step + 1}/{rec.steps} · {sum(counts.values())} tokens · {fwd} fwd · "
                            f"{drafted} accepted ({counts['relaxed']} relaxed)")

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import fidelity
+from ..export import target_forwards
 from . import theme
 from .canvas import to_qimage
 from .elided_label import ElidedLabel
@@ -32,7 +33,7 @@ FIELDS = (
     ("fidelity", "Fidelity"),
 )
 FIELD_TIPS = {
-    "forwards": "Target model forward passes, the prefill included",
+    "forwards": "Target model forward passes, the prefill included: one per decoding step (the PNG's \"Steps\")",
     "mal": "Mean accepted length: tokens fixed per target forward",
     "relaxed": "Share of tokens accepted only thanks to LANTERN's relaxation",
     "fidelity": fidelity.HELP[0].upper() + fidelity.HELP[1:],
@@ -148,7 +149,7 @@ class StatsPanel(QWidget):
         shown once the frame is the final one (a replay that reached the end)."""
         fixed = f.decisions[f.decisions != 255]
         relaxed = float((fixed == 2).mean()) if fixed.size else None
-        self._set(f.n_fixed, f.total, f.tokens_per_second, f.target_forwards + 1, f.mean_accepted_length, relaxed,
+        self._set(f.n_fixed, f.total, f.tokens_per_second, target_forwards(f.target_forwards), f.mean_accepted_length, relaxed,
                   f.elapsed, score if f.final else None)
 
     def show_record(self, record: dict, decisions, title: str) -> None:
@@ -164,14 +165,14 @@ class StatsPanel(QWidget):
         relaxed = float((decisions == 2).mean()) if decisions is not None and decisions.size else None
         score = fidelity.of_record(record)
         self._set(num("tokens", int), size or num("tokens", int), num("tokens_per_second", (int, float)),
-                  None if forwards is None else forwards + 1, num("mean_accepted_length", (int, float)), relaxed,
+                  target_forwards(forwards), num("mean_accepted_length", (int, float)), relaxed,
                   num("wall_seconds", (int, float)), score)
         self._note(title + (f" · {fidelity.NAME} {fidelity.format_value(score)}" if score is not None else ""), title)
 
     def show_result(self, r: JobResult) -> None:
         s = r.stats
         relaxed = float((r.decisions == 2).mean()) if r.decisions.size else None
-        self._set(s.get("tokens"), r.decisions.size, s.get("tokens_per_second"), s.get("target_forwards", 0) + 1,
+        self._set(s.get("tokens"), r.decisions.size, s.get("tokens_per_second"), target_forwards(s.get("target_forwards", 0)),
                   s.get("mean_accepted_length"), relaxed, s.get("wall_seconds"), r.score)
         note = f"Done #{r.job.id} · seed {r.job.settings.seed}"
         if r.score is not None:
@@ -185,7 +186,7 @@ class StatsPanel(QWidget):
     def _compare_text(self, r: JobResult) -> str:
         s = r.stats
         name = "vanilla" if r.job.settings.drafter == "none" else "current"
-        return (f"{name}\n{s['wall_seconds']:.2f} s · {s['target_forwards'] + 1} fwd"
+        return (f"{name}\n{s['wall_seconds']:.2f} s · {target_forwards(s['target_forwards'])} fwd"
                 + ("" if r.score is None else f"\n{fidelity.NAME} {fidelity.format_value(r.score)}"))
 
     def show_compare(self, vanilla: JobResult, current: JobResult) -> float:
@@ -197,7 +198,7 @@ class StatsPanel(QWidget):
         self.replay_button.setEnabled(all(r.recording is not None and r.recording.steps for r in self._pair))
         sv, sc = vanilla.stats, current.stats
         speedup = sv["wall_seconds"] / sc["wall_seconds"] if sc["wall_seconds"] > 0 else float("nan")
-        fwd = (sv["target_forwards"] + 1) / (sc["target_forwards"] + 1)
+        fwd = target_forwards(sv["target_forwards"]) / target_forwards(sc["target_forwards"])
         same = np.array_equal(vanilla.image, current.image)
         self.speedup_label.setText(f"Speed-up {speedup:.2f}× (wall time)\n{fwd:.2f}× fewer target forwards"
                                    + (" · identical images" if same else ""))
