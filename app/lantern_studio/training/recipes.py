@@ -259,6 +259,18 @@ RECIPE_V3 = [
     "    --bench-json docs/bench-common-emoji64-v4.json",
     "# to widen again (two styles, then five) on a new machine: the B command with --styles fluent-flat,google, a new",
     "# --run folder and --init-from resources/models/emoji-64/gpt.safetensors (the v4 weights); keep --grow-from",
+    "# the widening run begun (not shipped): fluent flat + google (3,491 images), from the v4 weights, lr 5e-4 on a",
+    "# cosine over 1500 steps, 2 threads, no validation while it ran:",
+    "lantern-studio train ar --condition class --repertoire everyday --vq resources/models/emoji-64/vq.safetensors \\",
+    "    --grow-from resources/models/emoji-64/gpt.safetensors --init-from resources/models/emoji-64/gpt.safetensors \\",
+    "    --start-step 0 --layers 6 --dim 256 --heads 8 --steps 1500 --lr 5e-4 --warmup 50 --dropout 0 --bf16 \\",
+    "    --threads 2 --eval-every 400 --log-every 25 --checkpoint-seconds 180 --shifts none \\",
+    "    --styles fluent-flat,google --run RUNS/v4-C-flat-google",
+    "#   stopped by SIGTERM at step 583 (1,040 s; training loss 0.32, NLL on the fixed sample 0.593 @400); the same",
+    "#   command with --export wrote snapshots/emoji-64-ar-v4-flat-google-step583.safetensors (fp16, sha256",
+    "#   ce4287aa4a713bc53ddcfe6fac4ec7c89a87ec54349f86186945df091bdf1a49); to continue on a new machine: that command with a new --run",
+    "#   folder, --init-from the snapshot and --start-step 583 (keep --grow-from for the class order); judge it with",
+    "#   train validate --style google and --style fluent-flat before shipping it",
 ]
 
 DRAWS_WELL_V3 = """## What it draws well (and what not yet)
