@@ -38,6 +38,7 @@ from . import distributed
 from .common import RunLog, atomic_torch_save, cosine_lr, write_json
 from .loop import CHECKPOINT_NAME, LoopSettings, TrainingLoop, read_checkpoint, restore
 from .data import identity_weights, short_caption
+from .cca import BETA, LAMBDA, UNCOND_RATIO, Contrast
 from .validation import Sampling, SampleValidation, ValidationError
 
 SHIFTS = [(0, 0), (2, 2), (-2, -2)]
@@ -321,6 +322,7 @@ class ArTrainer:
         self.step_model = distributed.wrap(model, group)
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
         self.validation = None  # a validation.SampleValidation (class runs with --validate-model)
+        self.contrast = None  # a cca.Contrast (class runs with --objective cca)
 
     def start_ema(self) -> None:
         if self.a.ema and self.ema is None:
@@ -332,9 +334,13 @@ class ArTrainer:
         for gparam in self.opt.param_groups:
             gparam["lr"] = lr
         b = self.train_idx[torch.multinomial(self.train_w, a.batch, replacement=True, generator=self.gen)]
+        rows = on_device(batch_from(self.prep, b, self.gen), self.device)
+        shown: dict[str, float] = {}
         with self.autocast:
-            loss = nll(self.step_model, *on_device(batch_from(self.prep, b, self.gen), self.device), self.neighbours,
-                       a.neighbour_weight)
+            if self.contrast is None:
+                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight)
+            else:  # --objective cca: against the frozen reference (cca.py)
+                loss, shown = self.contrast(self.model, rows[0], rows[1])
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -344,7 +350,7 @@ class ArTrainer:
                 for k, v in self.model.state_dict().items():
                     self.ema[k].mul_(a.ema).add_(v.detach().float(), alpha=1 - a.ema)
         self.step += 1
-        return {"loss": float(loss.detach()), "lr": lr}
+        return {"loss": float(loss.detach()), "lr": lr, **shown}
 
     def evaluate(self) -> tuple[dict, str]:
         h = evaluate(self.model, self.prep, self.held_idx[: self.a.eval_images])
@@ -357,7 +363,7 @@ class ArTrainer:
         return metrics, line
 
     def extra_state(self) -> dict:
-        return {"model_args": self.model.config.to_dict(), "ema": self.ema}
+        return {"model_args": self.model.config.to_dict(), "ema": self.ema, "objective": self.a.objective}
 
     def load_extra_state(self, extra: dict) -> None:
         ema = extra.get("ema")
@@ -431,6 +437,9 @@ def _train(args, group) -> dict:
     if ck is not None:
         if ck["extra"]["model_args"] != margs.to_dict():
             raise SystemExit(f"{ckpt_path}: was trained with other model settings; use another --run folder")
+        if ck["extra"].get("objective", "nll") != args.objective:
+            raise SystemExit(f"{ckpt_path}: was trained with --objective {ck['extra'].get('objective', 'nll')}; "
+                             "use another --run folder")
     elif args.init_from:
         # A new machine has no optimizer checkpoint (it stays outside git); continue
         # from the committed fp16 weights with a fresh optimizer at --start-step.
@@ -460,6 +469,8 @@ def _train(args, group) -> dict:
         restore(trainer, ck, batches=group.main)  # the other ranks keep their own batch generators
         log(f"resumed from step {trainer.step}")
     trainer.start_ema()
+    if args.objective == "cca":
+        trainer.contrast = contrast_for(args, prep, margs, group, device)
     if getattr(args, "validate_model", None) and group.main:
         trainer.validation = sample_validation(args, prep, run)
     loop = TrainingLoop(trainer, ckpt_path, log, LoopSettings.from_args(args), resumed=ck, main=group.main,
@@ -481,6 +492,22 @@ def _train(args, group) -> dict:
         if not group.main:
             return {"step": trainer.step, "rank": group.rank}
     return export(model, trainer.ema, run, loop.history, margs, args, trainer.step, loop.wall, log, prep=prep)
+
+
+def contrast_for(args, prep: dict, margs: ModelArgs, group, device: torch.device) -> Contrast:
+    """The CCA objective of ``--objective cca``: a frozen copy of the starting weights as reference."""
+    if prep.get("kind") != "class":
+        raise SystemExit("train ar --objective cca: only class runs (--condition class) are aligned")
+    if group.active:
+        raise SystemExit("train ar --objective cca: runs on one process (no torchrun)")
+    ref_path = args.cca_reference or args.init_from
+    if not ref_path:
+        raise SystemExit("train ar --objective cca: give --init-from (or --cca-reference): the weights to align")
+    reference = Transformer(margs)
+    load_state_strict(reference, load_gpt(ref_path).state_dict(), ref_path)  # names what does not fit
+    reference.to(device)
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    return Contrast(reference, gen, beta=args.cca_beta, lam=args.cca_lambda, uncond_ratio=args.cca_uncond)
 
 
 def sample_validation(args, prep: dict, run: Path) -> SampleValidation:
@@ -579,6 +606,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--validate-seeds", type=int, default=2, help="seeds per validation class (default 2)")
     p.add_argument("--validate-sampling", nargs="+", default=["0.5/10/2", "0.3/5/1.5"],
                    help="samplings drawn at each validation, T/K/CFG or greedy/CFG (default 0.5/10/2 0.3/5/1.5)")
+    p.add_argument("--objective", choices=("nll", "cca"), default="nll", help="nll: next-token cross-entropy; "
+                   "cca: condition contrastive alignment of the --init-from weights, so that they draw without "
+                   "guidance (CFG 1); class runs only")
+    p.add_argument("--cca-reference", default=None, help="with --objective cca: the frozen reference (default: "
+                   "--init-from)")
+    p.add_argument("--cca-beta", type=float, default=BETA, help="with --objective cca: β (default %(default)s)")
+    p.add_argument("--cca-lambda", type=float, default=LAMBDA, help="with --objective cca: the negatives' weight λ "
+                   "(default %(default)s)")
+    p.add_argument("--cca-uncond", type=float, default=UNCOND_RATIO, help="with --objective cca: share of rows "
+                   "trained as the null class, which keeps guidance available (default %(default)s)")
     p.add_argument("--export", dest="export_only", action="store_true",
                    help="write gpt.safetensors + metrics.json from the run's checkpoint without training")
     p.set_defaults(prepared=None)
