@@ -426,6 +426,7 @@ def test_the_window_is_picked_from_the_cost_curve_and_the_tokens_per_round():
 
 
 @needs_cxx
+@pytest.mark.slow  # compiles four graphs (~40 s); tests/engine/test_compiled.py covers compiled steps in CI
 def test_compile_adds_compiled_twins_that_say_they_ran_compiled(tiny_dir, tmp_path, monkeypatch, capsys):
     """bench --compile: each chosen method gains a NAME-compiled twin whose forwards all ran a compiled
     graph (compiled_share 1.0), the same decode as its eager twin, and the output says so per twin."""
