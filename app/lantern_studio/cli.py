@@ -231,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
 
     _add_module(sub, "bench", ".eval.bench", "speed and quality of decoding methods side by side")
+    _add_module(sub, "bench-scale", ".eval.scale",
+                "the bench's speed-ups projected onto a LlamaGen-sized target timed on this machine")
     _add_module(sub, "batch", ".commands.batch",
                 "render a prompt list or a settings sweep, resumable, in-process or on a Ray cluster")
 

@@ -22,30 +22,41 @@ FIRST_INDEX = 96  # verify here (a third in, on smaller grids), with a typical a
 
 @torch.inference_mode()
 def cost_curve(pipe, prompt: str, widths: Sequence[int] = WIDTHS, rounds: int = 12, repeats: int = 5) -> list:
-    """→ [{"width", "ms"}] for the pipeline's target: per width, the best of ``repeats`` mean times of
-    ``rounds`` cached forwards of that many positions at the model's CFG rows. One untimed pass over every
-    width first (first calls allocate), then the repeats interleave the widths, so a burst of load on the
-    machine lands on all widths alike rather than on one."""
-    gpt, runner = pipe.gpt, pipe.runner  # timed on the path decoding runs (compiled when compiled)
+    """→ [{"width", "ms"}] for the pipeline's target at the model's CFG rows, timed on the path decoding
+    runs (compiled when compiled): :func:`runner_cost_curve` on the prompt's prefix rows."""
     cond, mask = prefix_rows(pipe, prompt)
+    return runner_cost_curve(pipe.runner, cond, mask, pipe.grid * pipe.grid, widths, rounds, repeats)
+
+
+@torch.inference_mode()
+def runner_cost_curve(runner, cond: torch.Tensor, mask, total: int, widths: Sequence[int] = WIDTHS,
+                      rounds: int = 12, repeats: int = 5) -> list:
+    """→ [{"width", "ms"}]: per width, the best of ``repeats`` mean times of ``rounds`` cached forwards of
+    that many positions for the prefix rows ``cond`` (``total`` image tokens). One untimed pass over every
+    width first (first calls allocate, or compile), then the repeats interleave the widths, so a burst of
+    load on the machine lands on all widths alike rather than on one. On a GPU each timing waits for the
+    device (``torch.cuda.synchronize``)."""
     rows = cond.shape[0]
-    total = pipe.grid * pipe.grid
     first = min(FIRST_INDEX, total // 3)
     sizes = list(dict.fromkeys(max(1, min(int(w), total - first - 1)) for w in widths))  # a small grid clips
     best = {w: float("inf") for w in sizes}
+    device = cond.device
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     runner.start_sequence(rows, mask)
     runner.prefill(cond)
     try:
         for rep in range(repeats + 1):
             for width in sizes:
-                tokens = torch.zeros(rows, width, dtype=torch.long, device=pipe.device)
+                tokens = torch.zeros(rows, width, dtype=torch.long, device=device)
+                sync()
                 t = time.perf_counter()
                 for _ in range(rounds if rep else 1):
                     runner.step(tokens, first)  # rewrites the same cache rows each time: nothing accumulates
+                sync()
                 if rep:
                     best[width] = min(best[width], (time.perf_counter() - t) / rounds)
     finally:
-        gpt.clear_cache()
+        runner.model.clear_cache()
     return [{"width": w, "ms": best[w] * 1e3} for w in sizes]
 
 
