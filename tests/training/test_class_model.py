@@ -149,25 +149,12 @@ def test_growing_the_repertoire_through_the_trainer_keeps_old_classes_token_for_
     """Train a model on the 'core' identities, then grow it to 'everyday' with --grow-from: the old
     classes keep their rows (and their pictures, same seed), the new identities get rows of their own."""
     from lantern_studio.engine.checkpoints import load_gpt
-    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
-    from support.dataset import write_dataset
+    from support.dataset import class_dataset, tiny_vq_file
 
-    rng = np.random.default_rng(0)
-    meta, images = [], []
-    for i, (name, version) in enumerate([("dog face", 0.6), ("red heart", 0.6), ("piñata", 12.0), ("mirror ball", 14.0)]):
-        for style in ("google", "twitter"):
-            img = np.full((64, 64, 3), 255, np.uint8)
-            img[8 * i : 8 * i + 24, 10:40] = rng.integers(0, 255, 3)
-            images.append(img)
-            meta.append({"caption": f"{name}, {style} style", "identity": f"I{i}", "name": name, "style": style,
-                         "vendor": style, "skin_tone": None, "subgroup": "game", "tags": [], "split": "train",
-                         "emoji_version": version})
     data = tmp_path / "data"
-    write_dataset(data, np.stack(images), meta, {"files": {"images.npy": {"sha256": "x"}}})
-    torch.manual_seed(0)
-    vq_args = VQArgs(codebook_size=16, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1, 1, 1],
-                     decoder_ch_mult=[1, 1, 1, 1], norm_groups=4)
-    save_vq(VQModel(vq_args), vq_args, tmp_path / "vq.safetensors")
+    class_dataset(data, names=("dog face", "red heart", "piñata", "mirror ball"), styles=("google", "twitter"),
+                  versions=(0.6, 0.6, 12.0, 14.0), subgroup="game")
+    tiny_vq_file(tmp_path / "vq.safetensors", codebook_size=16)
 
     def train(run, *extra):
         p = argparse.ArgumentParser()

@@ -10,37 +10,22 @@ import numpy as np
 import pytest
 import torch
 
-from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, save_vq
+from lantern_studio.engine.tokenizer import load_vq
 from lantern_studio.models.recogniser import Recogniser, RecogniserConfig, RecogniserNet, save_recogniser
 from lantern_studio.training import ar
 from lantern_studio.training.errors import TrainingError
 from lantern_studio.training.validation import (DIFFERENT_PICTURES, Sampling, SampleValidation, ValidationError,
                                                 pick_classes, variety)
-from support.dataset import write_dataset
+from support.dataset import class_dataset, tiny_vq_file
 from support.tiny import tiny_v3_folder
 
 
 def _dataset(tmp_path, styles=("google", "fluent-flat")):
-    """Four identities × the styles, each a coloured block on white at its own place (so a 2 px shift
-    changes its tokens), and a small random tokenizer."""
-    rng = np.random.default_rng(0)
-    meta, images = [], []
-    for i, name in enumerate(["dog face", "red heart", "fire", "rocket"]):
-        for style in styles:
-            img = np.full((64, 64, 3), 255, np.uint8)
-            img[6 + 10 * i: 26 + 10 * i, 8:44] = rng.integers(0, 200, 3)
-            img[30:34, 6 + 12 * i: 14 + 12 * i] = 0
-            images.append(img)
-            meta.append({"caption": f"{name}, {style} style", "identity": f"I{i}", "name": name, "style": style,
-                         "vendor": style, "skin_tone": None, "subgroup": "thing", "tags": [], "split": "train",
-                         "emoji_version": 0.6})
+    """Four identities × the styles (support.dataset.class_dataset) and a small random tokenizer."""
     data = tmp_path / "data"
-    write_dataset(data, np.stack(images), meta, {"files": {"images.npy": {"sha256": "x"}}})
-    torch.manual_seed(0)
-    vq_args = VQArgs(codebook_size=32, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1, 1, 1],
-                     decoder_ch_mult=[1, 1, 1, 1], norm_groups=4)
-    save_vq(VQModel(vq_args), vq_args, tmp_path / "vq.safetensors")
-    return data, np.stack(images), meta
+    images, meta = class_dataset(data, styles=styles)
+    tiny_vq_file(tmp_path / "vq.safetensors")
+    return data, images, meta
 
 
 def _only_unshifted(prep, reference: torch.Tensor, draws: int = 50) -> bool:
