@@ -15,7 +15,8 @@ from lantern_studio.engine.model import Transformer
 from lantern_studio.training import ar
 from lantern_studio.training.cca import (Contrast, ContrastPairs, cca_loss, cca_step_loss, contrast_pairs,
                                          sequence_logp)
-from training.test_v4_recipe import _dataset
+from lantern_studio.training.errors import TrainingError
+from support.dataset import class_dataset, tiny_vq_file
 
 
 def _tiny(seed: int = 0, identities: int = 4) -> Transformer:
@@ -108,7 +109,9 @@ def _gaps(model, reference, tok, cond):
 
 
 def test_train_ar_objective_cca_runs_from_init_weights_and_names_what_is_missing(tmp_path):
-    data, _, _ = _dataset(tmp_path)
+    data = tmp_path / "data"
+    class_dataset(data)
+    tiny_vq_file(tmp_path / "vq.safetensors")
 
     def parse(name, *extra):
         p = argparse.ArgumentParser()
@@ -120,7 +123,7 @@ def test_train_ar_objective_cca_runs_from_init_weights_and_names_what_is_missing
 
     ar.train(parse("base", "--steps", "2"))
     base = tmp_path / "base" / "gpt.safetensors"
-    with pytest.raises(SystemExit, match="--init-from"):
+    with pytest.raises(TrainingError, match="--init-from"):
         ar.train(parse("no-init", "--steps", "1", "--objective", "cca"))
     ar.train(parse("cca", "--steps", "3", "--objective", "cca", "--init-from", str(base), "--log-every", "1"))
     log = (tmp_path / "cca" / "log.txt").read_text()
@@ -129,5 +132,5 @@ def test_train_ar_objective_cca_runs_from_init_weights_and_names_what_is_missing
     assert any(not torch.equal(before[k], after[k]) for k in before)  # the weights moved
     assert json.loads((tmp_path / "cca" / "metrics.json").read_text())["classes"]["identities"] == 4
     # a resume with the other objective is refused, not mixed
-    with pytest.raises(SystemExit, match="--objective cca"):
+    with pytest.raises(TrainingError, match="--objective cca"):
         ar.train(parse("cca", "--steps", "4"))

@@ -15,6 +15,8 @@ from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.models import load_pipeline
 from lantern_studio.models.classes import TONES, ClassVocabulary, class_rows, vocabulary_from_meta
 from lantern_studio.training import ar
+from lantern_studio.training.errors import TrainingError
+from lantern_studio.training.prepared import prep_from_dict
 from support.tiny import tiny_v3_folder
 
 GRID, VOCAB = 4, 12
@@ -147,25 +149,12 @@ def test_growing_the_repertoire_through_the_trainer_keeps_old_classes_token_for_
     """Train a model on the 'core' identities, then grow it to 'everyday' with --grow-from: the old
     classes keep their rows (and their pictures, same seed), the new identities get rows of their own."""
     from lantern_studio.engine.checkpoints import load_gpt
-    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
-    from support.dataset import write_dataset
+    from support.dataset import class_dataset, tiny_vq_file
 
-    rng = np.random.default_rng(0)
-    meta, images = [], []
-    for i, (name, version) in enumerate([("dog face", 0.6), ("red heart", 0.6), ("piñata", 12.0), ("mirror ball", 14.0)]):
-        for style in ("google", "twitter"):
-            img = np.full((64, 64, 3), 255, np.uint8)
-            img[8 * i : 8 * i + 24, 10:40] = rng.integers(0, 255, 3)
-            images.append(img)
-            meta.append({"caption": f"{name}, {style} style", "identity": f"I{i}", "name": name, "style": style,
-                         "vendor": style, "skin_tone": None, "subgroup": "game", "tags": [], "split": "train",
-                         "emoji_version": version})
     data = tmp_path / "data"
-    write_dataset(data, np.stack(images), meta, {"files": {"images.npy": {"sha256": "x"}}})
-    torch.manual_seed(0)
-    vq_args = VQArgs(codebook_size=16, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1, 1, 1],
-                     decoder_ch_mult=[1, 1, 1, 1], norm_groups=4)
-    save_vq(VQModel(vq_args), vq_args, tmp_path / "vq.safetensors")
+    class_dataset(data, names=("dog face", "red heart", "piñata", "mirror ball"), styles=("google", "twitter"),
+                  versions=(0.6, 0.6, 12.0, 14.0), subgroup="game")
+    tiny_vq_file(tmp_path / "vq.safetensors", codebook_size=16)
 
     def train(run, *extra):
         p = argparse.ArgumentParser()
@@ -210,7 +199,7 @@ def test_a_training_pack_trains_without_the_dataset_and_the_gpu_script_runs_on_c
     assert ar.train(args) == {"pack": str(tmp_path / "pack.pt")}
     assert not (tmp_path / "prep" / "gpt.safetensors").exists()  # packing trains nothing
     pack = ar.load_pack(tmp_path / "pack.pt")
-    assert torch.equal(pack["codes"], prep["codes"]) and pack["vocabulary"] == prep["vocabulary"]
+    assert torch.equal(pack.codes, prep["codes"]) and pack.vocabulary == prep["vocabulary"]
     # the script's layout: the pack and the model it grows from, under gpu-pack/ of a copy of the repository
     repo = Path(__file__).resolve().parents[2]
     work = tmp_path / "repo"
@@ -239,7 +228,7 @@ def test_a_training_pack_trains_without_the_dataset_and_the_gpu_script_runs_on_c
     args = p.parse_args(["--run", str(tmp_path / "grown"), "--condition", "class", "--pack", str(tmp_path / "pack.pt"),
                          "--grow-from", str(other / "gpt.safetensors"), "--steps", "1", "--batch", "4", "--dim", "32",
                          "--layers", "1", "--heads", "2", "--threads", "1"])
-    with pytest.raises(SystemExit, match="identities.json"):
+    with pytest.raises(TrainingError, match="identities.json"):
         ar.train(args)
 
 
@@ -248,11 +237,11 @@ def test_evaluate_averages_over_every_chunk_of_rows():
     shadowed the batch size once broke every evaluation past the first chunk)."""
     from lantern_studio.engine.model import Transformer
 
-    prep = _prepared(shuffle_labels=False)
+    prep = prep_from_dict(_prepared(shuffle_labels=False))
     margs = ar.class_model_args(VOCAB, GRID, IDENTITIES, STYLES, len(TONES), 32, 1, 2, 0.0)
     torch.manual_seed(0)
     model = Transformer(margs)
-    idx = torch.arange(len(prep["cond"]))
+    idx = torch.arange(len(prep.cond))
     whole = ar.evaluate(model, prep, idx, batch=10)
     parts = [(ar.evaluate(model, prep, idx[s : s + 10], batch=10), len(idx[s : s + 10])) for s in range(0, len(idx), 10)]
     assert len(parts) == 3 and whole == pytest.approx(sum(v * n for v, n in parts) / len(idx), rel=1e-5)

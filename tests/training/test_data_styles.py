@@ -141,8 +141,8 @@ def test_ar_prepare_carries_identity_weights(multi_style, tmp_path):
     prep = ar.prepare(out, vq_path, tmp_path / "run", encoder="hash:16", length=6, shifts=[(0, 0)], log=lambda m: None)
     _, meta, _ = load_dataset(out)
     rows = [int(i) for i in split_indices(meta, "train")]
-    assert torch.allclose(prep["weights"][rows], torch.from_numpy(data.identity_weights(meta, rows)))
-    assert float(prep["weights"][~prep["train"]].abs().sum()) == 0.0
+    assert torch.allclose(prep.weights[rows], torch.from_numpy(data.identity_weights(meta, rows)))
+    assert float(prep.weights[~prep.train].abs().sum()) == 0.0
 
 
 def test_align_by_name_without_code_map():

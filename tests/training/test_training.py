@@ -15,6 +15,7 @@ from lantern_studio.engine import GenerationSettings
 from lantern_studio.models import load_pipeline
 from lantern_studio.training import ar, drafter, ship, vq
 from lantern_studio.training.loop import CHECKPOINT_NAME, read_checkpoint
+from support.dataset import tiny_vq_file
 
 SUBGROUPS = ["animal-mammal", "food-fruit", "heart"]
 
@@ -236,16 +237,6 @@ def test_train_ar_under_torchrun_ddp_ends_with_identical_weights_on_both_ranks(d
     assert m["step"] == 4
 
 
-def _tiny_vq_file(path):
-    from lantern_studio.engine.tokenizer import VQArgs, VQModel, save_vq
-
-    torch.manual_seed(0)
-    args = VQArgs(codebook_size=32, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1, 1, 1],
-                  decoder_ch_mult=[1, 1, 1, 1], norm_groups=4)
-    save_vq(VQModel(args), args, path)
-    return path
-
-
 def _command(kind, dataset, vq_file, run, steps):
     """The same tiny training command of each trainer: checkpoints every 0.3 s, never logs."""
     import sys
@@ -291,7 +282,7 @@ def test_kill_9_mid_training_loses_only_the_steps_since_the_last_checkpoint(kind
     same command resumes from its step."""
     import subprocess
 
-    vq_file, run = _tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
+    vq_file, run = tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
     proc = subprocess.Popen(_command(kind, dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
@@ -314,7 +305,7 @@ def test_sigterm_checkpoints_the_step_it_stopped_at_and_exits_143(kind, dataset,
     import signal
     import subprocess
 
-    vq_file, run = _tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
+    vq_file, run = tiny_vq_file(tmp_path / "vq.safetensors"), tmp_path / "run"
     proc = subprocess.Popen(_command(kind, dataset, vq_file, run, 10**9), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:

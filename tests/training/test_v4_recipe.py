@@ -10,43 +10,29 @@ import numpy as np
 import pytest
 import torch
 
-from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, save_vq
+from lantern_studio.engine.tokenizer import load_vq
 from lantern_studio.models.recogniser import Recogniser, RecogniserConfig, RecogniserNet, save_recogniser
 from lantern_studio.training import ar
+from lantern_studio.training.errors import TrainingError
 from lantern_studio.training.validation import (DIFFERENT_PICTURES, Sampling, SampleValidation, ValidationError,
                                                 pick_classes, variety)
-from support.dataset import write_dataset
+from support.dataset import class_dataset, tiny_vq_file
 from support.tiny import tiny_v3_folder
 
 
 def _dataset(tmp_path, styles=("google", "fluent-flat")):
-    """Four identities × the styles, each a coloured block on white at its own place (so a 2 px shift
-    changes its tokens), and a small random tokenizer."""
-    rng = np.random.default_rng(0)
-    meta, images = [], []
-    for i, name in enumerate(["dog face", "red heart", "fire", "rocket"]):
-        for style in styles:
-            img = np.full((64, 64, 3), 255, np.uint8)
-            img[6 + 10 * i: 26 + 10 * i, 8:44] = rng.integers(0, 200, 3)
-            img[30:34, 6 + 12 * i: 14 + 12 * i] = 0
-            images.append(img)
-            meta.append({"caption": f"{name}, {style} style", "identity": f"I{i}", "name": name, "style": style,
-                         "vendor": style, "skin_tone": None, "subgroup": "thing", "tags": [], "split": "train",
-                         "emoji_version": 0.6})
+    """Four identities × the styles (support.dataset.class_dataset) and a small random tokenizer."""
     data = tmp_path / "data"
-    write_dataset(data, np.stack(images), meta, {"files": {"images.npy": {"sha256": "x"}}})
-    torch.manual_seed(0)
-    vq_args = VQArgs(codebook_size=32, codebook_embed_dim=4, z_channels=8, ch=8, encoder_ch_mult=[1, 1, 1, 1],
-                     decoder_ch_mult=[1, 1, 1, 1], norm_groups=4)
-    save_vq(VQModel(vq_args), vq_args, tmp_path / "vq.safetensors")
-    return data, np.stack(images), meta
+    images, meta = class_dataset(data, styles=styles)
+    tiny_vq_file(tmp_path / "vq.safetensors")
+    return data, images, meta
 
 
-def _only_unshifted(prep: dict, reference: torch.Tensor, draws: int = 50) -> bool:
+def _only_unshifted(prep, reference: torch.Tensor, draws: int = 50) -> bool:
     """Every training batch (with augmentation on, as the trainer draws them) holds each row's
     unshifted tokens: ``reference`` (N, T) is the tokenizer's output on the images as they are."""
     gen = torch.Generator().manual_seed(0)
-    idx = torch.arange(len(prep["cond"]))
+    idx = torch.arange(len(prep.cond))
     for _ in range(draws):
         tok, _, _ = ar.batch_from(prep, idx, gen)
         if not torch.equal(tok, reference):
@@ -59,12 +45,12 @@ def test_training_without_shifts_reads_only_the_unshifted_tokens_and_a_mixing_mu
     vq_path = tmp_path / "vq.safetensors"
     reference = ar.tokenize_images(load_vq(vq_path), images).flatten(1).long()
     none = ar.prepare_classes(data, vq_path, tmp_path / "none", "everyday", shifts=ar.SHIFT_SETS["none"], log=lambda m: None)
-    assert none["codes"].shape[0] == 1
+    assert none.codes.shape[0] == 1
     assert _only_unshifted(none, reference)
     # the mutant: the three shifted copies v3 trains on (a sampler would wander between them)
     three = ar.prepare_classes(data, vq_path, tmp_path / "three", "everyday", shifts=ar.SHIFT_SETS["three"],
                                log=lambda m: None)
-    assert three["codes"].shape[0] == 3 and not torch.equal(three["codes"][0], three["codes"][1])
+    assert three.codes.shape[0] == 3 and not torch.equal(three.codes[0], three.codes[1])
     assert not _only_unshifted(three, reference)
 
 
@@ -85,7 +71,7 @@ def test_the_shifts_flag_reaches_the_prepared_data_and_styles_keep_only_their_ro
     assert flat["codes"].shape[:2] == (1, len(meta) // 2)
     got = json.loads((tmp_path / "flat" / "metrics.json").read_text())["classes"]
     assert got["images"] == len(meta) // 2 and got["styles"] == ["google", "fluent-flat"]  # every style keeps its row
-    with pytest.raises(SystemExit, match="unknown style twitter"):
+    with pytest.raises(TrainingError, match="unknown style twitter"):
         run("bad", "--styles", "twitter")
 
 

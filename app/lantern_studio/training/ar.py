@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +33,15 @@ from ..engine.text import MiniLMEncoder, left_pad, make_text_encoder
 from ..engine.tokenizer import load_vq
 from ..models.classes import (ClassVocabulary, VocabularyError, class_rows, read_vocabulary, styles_tones_of,
                               vocabulary_from_json, vocabulary_from_meta)
-from ..models.dataset import load_dataset
+from ..models.dataset import DatasetError, load_dataset
 from ..paths import data_dir, runs_dir
 from . import distributed
-from .common import RunLog, atomic_torch_save, cosine_lr, write_json
-from .loop import CHECKPOINT_NAME, LoopSettings, TrainingLoop, read_checkpoint, restore
+from .common import atomic_torch_save, cosine_lr, write_json
 from .data import identity_weights, short_caption
+from .errors import TrainingError, command
+from .lifecycle import Outcome, Plan, run_log, run_trainer
+from .loop import CHECKPOINT_NAME, LoopSettings
+from .prepared import CaptionPrep, ClassPrep, Prep, as_prep, batch_from, load_prepared, prep_from_dict
 from .cca import BETA, LAMBDA, UNCOND_RATIO, Contrast
 from .validation import Sampling, SampleValidation, ValidationError
 
@@ -99,13 +103,14 @@ def _cached(run: Path, key: dict):
     return None
 
 
-def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24, shifts=SHIFTS, log=print) -> dict:
+def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24, shifts=SHIFTS,
+            log=print) -> CaptionPrep:
     """Tokenize + embed once; cached as run/prepared.pt (reused when inputs match)."""
     images, meta, manifest = load_dataset(data)
     key = {"vq": sha256_file(vq_path), "data": manifest.get("sha256", manifest.get("files")), "shifts": shifts, "length": length}
     cached = _cached(run, key)
     if cached is not None:
-        return cached
+        return prep_from_dict(cached)
     if encoder is None:
         encoder = MiniLMEncoder()
     elif isinstance(encoder, str):
@@ -123,10 +128,9 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
     train_rows = [i for i, m in enumerate(meta) if m["split"] == "train"]
     weights = torch.zeros(len(meta), dtype=torch.float64)
     weights[train_rows] = torch.from_numpy(identity_weights(meta, train_rows))
-    out = {"key": repr(key), "kind": "caption", "codes": codes, "texts": texts, "emb": emb, "mask": mask,
-           "variants": variants, "train": split, "weights": weights, "vocab_size": vq.args.codebook_size,
-           "grid": codes.shape[-1]}
-    atomic_torch_save(out, run / "prepared.pt")
+    out = CaptionPrep(codes=codes, texts=texts, emb=emb, mask=mask, variants=variants, train=split, weights=weights,
+                      vocab_size=vq.args.codebook_size, grid=codes.shape[-1], key=repr(key))
+    atomic_torch_save(out.to_dict(), run / "prepared.pt")
     log(f"prepared {codes.shape[1]} images x {len(shifts)} shifts, {len(texts)} texts in {time.time() - t0:.0f}s")
     return out
 
@@ -140,7 +144,7 @@ def grown_vocabulary(meta: list, repertoire: str, grow_from: Path):
 
 
 def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,
-                    grow_from: Path | None = None, styles: list[str] | None = None) -> dict:
+                    grow_from: Path | None = None, styles: list[str] | None = None) -> ClassPrep:
     """Tokenize once and give every image row its class [identity, style, tone] under the
     repertoire rule (models/classes.py); cached as run/prepared.pt. Every row of a kept identity
     trains (a class model draws only the classes it was taught, so no identity is held out);
@@ -151,8 +155,8 @@ def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shift
     if styles:
         unknown = [s for s in styles if s not in vocab.styles]
         if unknown:
-            raise SystemExit(f"train ar --styles: unknown style {', '.join(unknown)}; "
-                             f"the data has {', '.join(vocab.styles)}")
+            raise TrainingError(f"train ar --styles: unknown style {', '.join(unknown)}; "
+                                f"the data has {', '.join(vocab.styles)}")
     rows = class_rows(meta, vocab)
     keep = [i for i, r in enumerate(rows) if r is not None and (not styles or vocab.styles[r[1]] in styles)]
     images_sha = ((manifest.get("files") or {}).get("images.npy") or {}).get("sha256")
@@ -169,15 +173,13 @@ def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shift
     else:
         codes = cached["codes"]
     kept_meta = [meta[i] for i in keep]
-    out = {"kind": "class", "codes": codes, "cond": torch.tensor([rows[i] for i in keep]),
-           "train": torch.ones(len(keep), dtype=torch.bool),
-           "weights": torch.from_numpy(identity_weights(kept_meta, range(len(keep)))),
-           "vocab_size": load_vq(vq_path).args.codebook_size, "grid": codes.shape[-1], "vocabulary": vocab.to_json(),
-           "identities": len(vocab.identities), "styles": vocab.styles, "tones": vocab.tones}
-    return out
+    return ClassPrep(codes=codes, cond=torch.tensor([rows[i] for i in keep]), train=torch.ones(len(keep), dtype=torch.bool),
+                     weights=torch.from_numpy(identity_weights(kept_meta, range(len(keep)))),
+                     vocab_size=load_vq(vq_path).args.codebook_size, grid=codes.shape[-1], vocabulary=vocab.to_json(),
+                     identities=len(vocab.identities), styles=vocab.styles, tones=vocab.tones, trained_styles=styles)
 
 
-def _style_list(text: str | None) -> list[str] | None:
+def parse_styles(text: str | None) -> list[str] | None:
     """``--styles a,b`` → ["a", "b"]; None (every style) when not given or empty."""
     names = [t.strip() for t in (text or "").split(",") if t.strip()]
     return names or None
@@ -220,32 +222,13 @@ def neighbour_table(vq_path, k: int) -> torch.Tensor:
     return d.topk(k, largest=False).indices
 
 
-def batch_from(prep: dict, idx: torch.Tensor, gen: torch.Generator, augment: bool = True):
-    """→ (tokens (B, T), condition, caption mask or None) for dataset rows ``idx``."""
-    codes = prep["codes"]
-    if prep.get("kind") == "class":
-        shift = (torch.randint(0, codes.shape[0], (len(idx),), generator=gen) if augment
-                 else torch.zeros(len(idx), dtype=torch.long))
-        return codes[shift, idx].flatten(1).long(), prep["cond"][idx], None
-    variants = prep["variants"]
-    if augment:
-        shift = torch.randint(0, codes.shape[0], (len(idx),), generator=gen)
-        which = (torch.rand(len(idx), generator=gen) < 0.35).long()  # 35%: the short caption
-    else:
-        shift = torch.zeros(len(idx), dtype=torch.long)
-        which = torch.zeros(len(idx), dtype=torch.long)
-    tok = codes[shift, idx].flatten(1).long()
-    t = variants[idx, which]
-    return tok, prep["emb"][t].float(), prep["mask"][t]
-
-
 def check_grows(old: ClassVocabulary, new: ClassVocabulary, where: Path) -> None:
     """A grown model keeps its old class rows: the new vocabulary must list the old identities first, in order
     (a pack made from another repertoire or order would silently relabel them)."""
     old_ids, new_ids = [c["identity"] for c in old.identities], [c["identity"] for c in new.identities]
     if new_ids[: len(old_ids)] != old_ids:
-        raise SystemExit(f"train ar --grow-from: the training data's classes do not start with the "
-                         f"{len(old_ids)} classes of {where} in their order; prepare it with --grow-from")
+        raise TrainingError(f"train ar --grow-from: the training data's classes do not start with the "
+                            f"{len(old_ids)} classes of {where} in their order; prepare it with --grow-from")
 
 
 def on_device(batch, device):
@@ -253,26 +236,19 @@ def on_device(batch, device):
     return tuple(None if t is None else t.to(device, non_blocking=True) for t in batch)
 
 
-PACK_KEYS = ("kind", "codes", "cond", "train", "weights", "vocab_size", "grid", "vocabulary", "identities", "styles",
-             "tones")
-
-
-def write_pack(prep: dict, path: Path) -> None:
+def write_pack(prep: Prep, path: Path) -> None:
     """The prepared training data of a class run in one file (tokens, classes, weights, the class vocabulary):
     what a machine without the dataset, the tokenizer or this package's data tools needs to train
     (``train ar --pack FILE``; packaging/gpu/train_v3_gpu.sh)."""
-    if prep.get("kind") != "class":
-        raise SystemExit("train ar --pack-out: only class runs (--condition class) make packs")
-    atomic_torch_save({k: prep[k] for k in PACK_KEYS}, path)
+    if not isinstance(prep, ClassPrep):
+        raise TrainingError("train ar --pack-out: only class runs (--condition class) make packs")
+    atomic_torch_save(prep.to_dict(), path)
 
 
-def load_pack(path: Path) -> dict:
-    if not path.is_file():
-        raise SystemExit(f"train ar --pack {path}: no such file")
-    prep = torch.load(path, map_location="cpu", weights_only=True)
-    missing = [k for k in PACK_KEYS if k not in prep]
-    if missing:
-        raise SystemExit(f"train ar --pack {path}: not a training pack (missing {', '.join(missing)})")
+def load_pack(path: Path) -> ClassPrep:
+    prep = load_prepared(path, "train ar --pack", pack=True)
+    if not isinstance(prep, ClassPrep):
+        raise TrainingError(f"train ar --pack {path}: not a training pack (a caption run's data)")
     return prep
 
 
@@ -291,7 +267,7 @@ def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = N
 
 
 @torch.no_grad()
-def evaluate(model: Transformer, prep: dict, idx: torch.Tensor, batch: int = 64) -> float:
+def evaluate(model: Transformer, prep: Prep, idx: torch.Tensor, batch: int = 64) -> float:
     was = model.training
     model.eval()
     tot, n = 0.0, 0
@@ -305,20 +281,34 @@ def evaluate(model: Transformer, prep: dict, idx: torch.Tensor, batch: int = 64)
     return tot / max(n, 1)
 
 
+class Rows:
+    """Which dataset rows train and which measure the held-out NLL, and each training row's weight."""
+
+    def __init__(self, prep: Prep):
+        self.train = torch.nonzero(prep.train).flatten()
+        self.held = torch.nonzero(~prep.train).flatten()
+        self.train_w = prep.weights[self.train]  # every identity weighs the same, however many variants it has
+        if isinstance(prep, ClassPrep):
+            # a class model holds no identity out: its NLL is measured on a fixed sample of unshifted training rows
+            self.held = self.train[torch.randperm(len(self.train), generator=torch.Generator().manual_seed(0))]
+
+
 class ArTrainer:
     """The AR model's trainer on the one loop driver (:mod:`.loop`): identity-balanced batches,
     teacher-forced cross-entropy (optionally neighbour-aware), an optional EMA of the weights."""
 
     kind = "ar"
 
-    def __init__(self, args, prep: dict, model: Transformer, group, device: torch.device,
-                 neighbours: torch.Tensor | None, train_idx, train_w, held_idx):
-        self.a, self.prep, self.model, self.device, self.neighbours = args, prep, model, device, neighbours
-        self.train_idx, self.train_w, self.held_idx = train_idx, train_w, held_idx
+    def __init__(self, args, prep: Prep, model: Transformer, group, device: torch.device,
+                 neighbours: torch.Tensor | None, rows: Rows, log):
+        self.a, self.data, self.model, self.device, self.neighbours = args, prep, model, device, neighbours
+        self.group, self.log = group, log
+        self.train_idx, self.train_w, self.held_idx = rows.train, rows.train_w, rows.held
         self.opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
         self.gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
         self.step = 0
         self.ema = None
+        self.start_ema()
         self.step_model = distributed.wrap(model, group)
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
         self.validation = None  # a validation.SampleValidation (class runs with --validate-model)
@@ -334,7 +324,7 @@ class ArTrainer:
         for gparam in self.opt.param_groups:
             gparam["lr"] = lr
         b = self.train_idx[torch.multinomial(self.train_w, a.batch, replacement=True, generator=self.gen)]
-        rows = on_device(batch_from(self.prep, b, self.gen), self.device)
+        rows = on_device(batch_from(self.data, b, self.gen), self.device)
         shown: dict[str, float] = {}
         with self.autocast:
             if self.contrast is None:
@@ -353,8 +343,8 @@ class ArTrainer:
         return {"loss": float(loss.detach()), "lr": lr, **shown}
 
     def evaluate(self) -> tuple[dict, str]:
-        h = evaluate(self.model, self.prep, self.held_idx[: self.a.eval_images])
-        tr = evaluate(self.model, self.prep, self.train_idx[: self.a.eval_images])
+        h = evaluate(self.model, self.data, self.held_idx[: self.a.eval_images])
+        tr = evaluate(self.model, self.data, self.train_idx[: self.a.eval_images])
         metrics, line = {"heldout_nll": h, "train_nll": tr}, f"held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}"
         if self.validation is not None:  # free-running samples scored by the judge, beside the NLL
             drawn, said = self.validation(self.model, self.step)
@@ -368,10 +358,35 @@ class ArTrainer:
     def load_extra_state(self, extra: dict) -> None:
         ema = extra.get("ema")
         self.ema = None if ema is None else {k: v.to(self.device) for k, v in ema.items()}
+        self.start_ema()  # --ema on a run that kept none: the average starts from the resumed weights
+
+    def export(self, out: Path, history: list, wall: float) -> dict:
+        """Rank 0 writes ``gpt.safetensors`` + ``metrics.json`` into ``out``'s folder; every rank of a
+        distributed run first logs a digest of its weights (they must agree)."""
+        if self.group.active:
+            self.log(f"rank {self.group.rank} final weights sha256 {distributed.state_digest(self.model)}")
+            if not self.group.main:
+                return {"step": self.step, "rank": self.group.rank}
+        return export_weights(self.model, self.ema, out.parent, history, self.model.config, self.a, self.step, wall,
+                              self.log, prep=self.data)
 
 
 def train(args) -> dict:
-    """Train (or resume); under torchrun every rank runs this, rank 0 logs, saves and exports."""
+    """Train (or resume); under torchrun every rank runs this, rank 0 logs, saves and exports.
+    → the exported metrics (``{"pack": FILE}`` for ``--pack-out``; ``{"step", "stopped_by"}`` when a
+    signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
+    outcome = _run(args)
+    if outcome.metrics is not None:
+        return outcome.metrics
+    return {"step": outcome.step, "stopped_by": outcome.stopped_by}
+
+
+@command
+def run(args) -> int:
+    return _run(args).code
+
+
+def _run(args) -> Outcome:
     group = distributed.setup()
     try:
         return _train(args, group)
@@ -379,130 +394,122 @@ def train(args) -> dict:
         distributed.teardown(group)
 
 
-def _train(args, group) -> dict:
-    run = Path(args.run)
-    run.mkdir(parents=True, exist_ok=True)
-    # Rank 0 writes the run's log; other ranks keep their own beside it.
-    log = RunLog(run) if group.main else RunLog(run / f"rank{group.rank}", quiet=True)
-    # The one-off tokenizing pass uses every core; the training loop then runs with --threads.
-    if args.prepared is None and args.pack:
-        args.prepared = load_pack(Path(args.pack))
-        log(f"training data from the pack {args.pack}: {len(args.prepared['cond'])} images")
-    if args.prepared is None:
-        if not args.vq:
-            raise SystemExit("train ar: --vq is needed to tokenize the dataset (or give --pack)")
-        torch.set_num_threads(max(args.threads, (os.cpu_count() or 1) // group.world))
-        if not group.main:
-            distributed.barrier(group)  # rank 0 tokenizes once; the others read its cache
+def _train(args, group) -> Outcome:
+    """Check the options, prepare the data (or write it as a pack and stop), then the lifecycle."""
+    check_args(args)
+    folder = Path(args.run)
+    log = run_log(folder, group.rank)  # rank 0 writes the run's log; other ranks keep their own beside it
+    styles = parse_styles(args.styles)
+    prep = prepared_data(args, folder, group, log, styles)
+    if args.pack_out:
+        return Outcome(0, 0, write_pack_once(prep, Path(args.pack_out), group, log))
+
+    def build(resumed: dict | None) -> ArTrainer:
+        return build_trainer(args, prep, folder, group, log, resumed)
+
+    def describe(t: ArTrainer) -> str:
+        n_params = sum(p.numel() for p in t.model.parameters())
+        return (f"AR model: {n_params / 1e6:.2f} M params, {len(t.train_idx)} train / {len(t.held_idx)} held-out "
+                f"images, target {args.steps} steps, batch {args.batch}"
+                + (f" per rank × {group.world} ranks (DDP)" if group.active else ""))
+
+    plan = Plan(kind=ArTrainer.kind, settings=LoopSettings.from_args(args), out=folder / "gpt.safetensors", log=log,
+                folder=folder, threads=args.threads, export_only=bool(getattr(args, "export_only", False)),
+                main=group.main, agree=lambda flag: distributed.any_rank(group, flag))
+    return run_trainer(plan, build, describe)
+
+
+def check_args(args) -> None:
+    """The options that cannot work together, named before any data is read."""
+    tokenizes = args.prepared is None and not args.pack
+    if tokenizes and not args.vq:
+        raise TrainingError("train ar: --vq is needed to tokenize the dataset (or give --pack)")
+    if args.neighbour_weight > 0 and not args.vq:
+        raise TrainingError("train ar: --neighbour-weight needs --vq (the codebook's neighbours)")
+    if (tokenizes or args.neighbour_weight > 0) and not Path(args.vq).is_file():
+        raise TrainingError(f"train ar --vq {args.vq}: no such file")
+
+
+def prepared_data(args, run: Path, group, log, styles: list[str] | None) -> Prep:
+    """The run's training data: given (``args.prepared``), from a pack, or the dataset tokenized (once, cached)."""
+    if args.prepared is not None:
+        return as_prep(args.prepared, trained_styles=styles)
+    if args.pack:
+        prep = replace(load_pack(Path(args.pack)), trained_styles=styles)
+        log(f"training data from the pack {args.pack}: {len(prep.cond)} images")
+        return prep
+    return tokenized_data(args, run, group, log, styles)
+
+
+def tokenized_data(args, run: Path, group, log, styles: list[str] | None) -> Prep:
+    """The dataset tokenized (and captions embedded) by rank 0, once, with every core; the others read its cache."""
+    torch.set_num_threads(max(args.threads, (os.cpu_count() or 1) // group.world))
+    if not group.main:
+        distributed.barrier(group)
+    try:
         if args.condition == "class":
             prep = prepare_classes(Path(args.data), Path(args.vq), run, args.repertoire, log=log,
                                    grow_from=Path(args.grow_from) if args.grow_from else None,
-                                   shifts=SHIFT_SETS[args.shifts], styles=_style_list(args.styles))
+                                   shifts=SHIFT_SETS[args.shifts], styles=styles)
         else:
             prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
-        if group.main:
-            distributed.barrier(group)
-    else:
-        prep = args.prepared
-    if args.pack_out:
-        if group.main:
-            write_pack(prep, Path(args.pack_out))
-            log(f"wrote the training pack {args.pack_out} ({Path(args.pack_out).stat().st_size / 2**20:.1f} MiB)")
-        return {"pack": str(args.pack_out)}
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    train_idx = torch.nonzero(prep["train"]).flatten()
-    held_idx = torch.nonzero(~prep["train"]).flatten()
-    # Every identity weighs the same, however many variants and styles it has.
-    train_w = prep["weights"][train_idx] if "weights" in prep else torch.ones(len(train_idx), dtype=torch.float64)
-    if prep.get("kind") == "class":
-        margs = class_model_args(prep["vocab_size"], prep["grid"], prep["identities"],
-                                 len(prep["styles"]), len(prep["tones"]), args.dim, args.layers, args.heads,
-                                 args.dropout)
-        # a class model holds no identity out: its NLL is measured on a fixed sample of unshifted training rows
-        held_idx = train_idx[torch.randperm(len(train_idx), generator=torch.Generator().manual_seed(0))]
-    else:
-        margs = model_args(prep["vocab_size"], prep["grid"], args.length, prep["emb"].shape[-1], args.dim,
-                           args.layers, args.heads)
+    except TrainingError:
+        raise
+    except (DatasetError, FileNotFoundError, ValueError) as e:  # the dataset's, the tokenizer's or a vocabulary's
+        raise TrainingError(f"train ar: {e}") from None
+    if group.main:
+        distributed.barrier(group)
+    return prep
+
+
+def write_pack_once(prep: Prep, path: Path, group, log) -> dict:
+    """``--pack-out``: rank 0 writes the prepared data as a pack; nothing trains."""
+    if group.main:
+        write_pack(prep, path)
+        log(f"wrote the training pack {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+    return {"pack": str(path)}
+
+
+def model_args_for(args, prep: Prep) -> ModelArgs:
+    if isinstance(prep, ClassPrep):
+        return class_model_args(prep.vocab_size, prep.grid, prep.identities, len(prep.styles), len(prep.tones),
+                                args.dim, args.layers, args.heads, args.dropout)
+    return model_args(prep.vocab_size, prep.grid, args.length, prep.emb.shape[-1], args.dim, args.layers, args.heads)
+
+
+def build_trainer(args, prep: Prep, run: Path, group, log, resumed: dict | None) -> ArTrainer:
+    """The model (initialised from --init-from / --grow-from / --warm-start when the run starts) and its
+    trainer; a checkpoint of other model settings is refused."""
+    margs = model_args_for(args, prep)
+    if resumed is not None and resumed["extra"]["model_args"] != margs.to_dict():
+        raise TrainingError(f"{run / CHECKPOINT_NAME}: was trained with other model settings; use another --run folder")
+    if resumed is not None and resumed["extra"].get("objective", "nll") != args.objective:
+        raise TrainingError(f"{run / CHECKPOINT_NAME}: was trained with --objective "
+                            f"{resumed['extra'].get('objective', 'nll')}; use another --run folder")
     model = Transformer(margs)
-    if args.neighbour_weight > 0 and not args.vq:
-        raise SystemExit("train ar: --neighbour-weight needs --vq (the codebook's neighbours)")
+    start_step = 0 if resumed is not None else initialise(model, args, prep, log)
+    device = torch.device(args.device)
     neighbours = neighbour_table(args.vq, args.neighbour_k).to(device) if args.neighbour_weight > 0 else None
-    ckpt_path = run / CHECKPOINT_NAME
-    try:
-        ck = read_checkpoint(ckpt_path, ArTrainer.kind)
-    except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
-    start_step = 0
-    if ck is not None:
-        if ck["extra"]["model_args"] != margs.to_dict():
-            raise SystemExit(f"{ckpt_path}: was trained with other model settings; use another --run folder")
-        if ck["extra"].get("objective", "nll") != args.objective:
-            raise SystemExit(f"{ckpt_path}: was trained with --objective {ck['extra'].get('objective', 'nll')}; "
-                             "use another --run folder")
-    elif args.init_from:
-        # A new machine has no optimizer checkpoint (it stays outside git); continue
-        # from the committed fp16 weights with a fresh optimizer at --start-step.
-        load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
-        start_step = args.start_step
-        log(f"initialised from {args.init_from}; schedule continues at step {start_step}")
-    elif args.grow_from:
-        # a trained class model with identity rows appended for the classes the repertoire adds
-        old = load_gpt(args.grow_from)
-        where = Path(args.grow_from).parent / "identities.json"
-        if where.is_file() and prep.get("vocabulary"):
-            try:
-                old_vocab = read_vocabulary(where, prep["styles"], prep["tones"])
-            except VocabularyError as e:
-                raise SystemExit(f"train ar --grow-from: {e}") from None
-            check_grows(old_vocab, vocabulary_from_json(prep["vocabulary"], prep["styles"], prep["tones"]), where)
-        added = margs.num_classes - old.config.num_classes
-        old.grow_identities(added, generator=torch.Generator().manual_seed(args.seed))
-        load_state_strict(model, old.state_dict(), args.grow_from)
-        log(f"grown from {args.grow_from}: {old.config.num_classes - added} classes kept, {added} added")
-    elif args.warm_start:
-        warm_start(model, args.warm_start, log)
     model.to(device)  # before the trainer: its optimizer (and a resumed optimizer's state) follows the parameters
-    trainer = ArTrainer(args, prep, model, group, device, neighbours, train_idx, train_w, held_idx)
+    trainer = ArTrainer(args, prep, model, group, device, neighbours, Rows(prep), log)
     trainer.step = start_step
-    if ck is not None:
-        restore(trainer, ck, batches=group.main)  # the other ranks keep their own batch generators
-        log(f"resumed from step {trainer.step}")
-    trainer.start_ema()
     if args.objective == "cca":
         trainer.contrast = contrast_for(args, prep, margs, group, device)
     if getattr(args, "validate_model", None) and group.main:
         trainer.validation = sample_validation(args, prep, run)
-    loop = TrainingLoop(trainer, ckpt_path, log, LoopSettings.from_args(args), resumed=ck, main=group.main,
-                        agree=lambda flag: distributed.any_rank(group, flag))
-    if getattr(args, "export_only", False):
-        if ck is None:
-            raise SystemExit(f"{ckpt_path}: no checkpoint to export (train first)")
-        return export(model, trainer.ema, run, loop.history, margs, args, trainer.step, loop.wall, log, prep=prep)
-    n_params = sum(p.numel() for p in model.parameters())
-    log(f"AR model: {n_params / 1e6:.2f} M params, {len(train_idx)} train / {len(held_idx)} held-out images, "
-        f"target {args.steps} steps, batch {args.batch}"
-        + (f" per rank × {group.world} ranks (DDP)" if group.active else ""))
     model.train()
-    loop.run()
-    if loop.stopped_by:
-        raise SystemExit(loop.exit_code)
-    if group.active:
-        log(f"rank {group.rank} final weights sha256 {distributed.state_digest(model)}")
-        if not group.main:
-            return {"step": trainer.step, "rank": group.rank}
-    return export(model, trainer.ema, run, loop.history, margs, args, trainer.step, loop.wall, log, prep=prep)
+    return trainer
 
 
-def contrast_for(args, prep: dict, margs: ModelArgs, group, device: torch.device) -> Contrast:
+def contrast_for(args, prep: Prep, margs: ModelArgs, group, device: torch.device) -> Contrast:
     """The CCA objective of ``--objective cca``: a frozen copy of the starting weights as reference."""
-    if prep.get("kind") != "class":
-        raise SystemExit("train ar --objective cca: only class runs (--condition class) are aligned")
+    if not isinstance(prep, ClassPrep):
+        raise TrainingError("train ar --objective cca: only class runs (--condition class) are aligned")
     if group.active:
-        raise SystemExit("train ar --objective cca: runs on one process (no torchrun)")
+        raise TrainingError("train ar --objective cca: runs on one process (no torchrun)")
     ref_path = args.cca_reference or args.init_from
     if not ref_path:
-        raise SystemExit("train ar --objective cca: give --init-from (or --cca-reference): the weights to align")
+        raise TrainingError("train ar --objective cca: give --init-from (or --cca-reference): the weights to align")
     reference = Transformer(margs)
     load_state_strict(reference, load_gpt(ref_path).state_dict(), ref_path)  # names what does not fit
     reference.to(device)
@@ -510,21 +517,52 @@ def contrast_for(args, prep: dict, margs: ModelArgs, group, device: torch.device
     return Contrast(reference, gen, beta=args.cca_beta, lam=args.cca_lambda, uncond_ratio=args.cca_uncond)
 
 
-def sample_validation(args, prep: dict, run: Path) -> SampleValidation:
+def initialise(model: Transformer, args, prep: Prep, log) -> int:
+    """A new run's first weights (→ the step its schedule starts at)."""
+    if args.init_from:
+        # A new machine has no optimizer checkpoint (it stays outside git); continue
+        # from the committed fp16 weights with a fresh optimizer at --start-step.
+        load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
+        log(f"initialised from {args.init_from}; schedule continues at step {args.start_step}")
+        return args.start_step
+    if args.grow_from:
+        grow(model, Path(args.grow_from), prep, args.seed, log)
+    elif args.warm_start:
+        warm_start(model, args.warm_start, log)
+    return 0
+
+
+def grow(model: Transformer, grow_from: Path, prep: Prep, seed: int, log) -> None:
+    """A trained class model with identity rows appended for the classes the repertoire adds."""
+    old = load_gpt(grow_from)
+    where = grow_from.parent / "identities.json"
+    if where.is_file() and isinstance(prep, ClassPrep) and prep.vocabulary:
+        try:
+            old_vocab = read_vocabulary(where, prep.styles, prep.tones)
+        except VocabularyError as e:
+            raise TrainingError(f"train ar --grow-from: {e}") from None
+        check_grows(old_vocab, vocabulary_from_json(prep.vocabulary, prep.styles, prep.tones), where)
+    added = model.config.num_classes - old.config.num_classes
+    old.grow_identities(added, generator=torch.Generator().manual_seed(seed))
+    load_state_strict(model, old.state_dict(), grow_from)
+    log(f"grown from {grow_from}: {old.config.num_classes - added} classes kept, {added} added")
+
+
+def sample_validation(args, prep: Prep, run: Path) -> SampleValidation:
     """The free-running validation of ``--validate-model`` for a class run (its grids go to run/validation)."""
-    if prep.get("kind") != "class":
-        raise SystemExit("train ar --validate-model: only class runs (--condition class) validate by drawing")
+    if not isinstance(prep, ClassPrep):
+        raise TrainingError("train ar --validate-model: only class runs (--condition class) validate by drawing")
     try:
         samplings = [Sampling.parse(t) for t in args.validate_sampling]
-        return SampleValidation(Path(args.validate_model), prep["vocabulary"], list(prep["styles"]), samplings,
+        return SampleValidation(Path(args.validate_model), prep.vocabulary, list(prep.styles), samplings,
                                 names=args.validate_names, seeds=args.validate_seeds, out=run / "validation",
-                                prefer_style=(_style_list(args.styles) or [None])[0])
+                                prefer_style=(prep.trained_styles or [None])[0])
     except ValidationError as e:
-        raise SystemExit(f"train ar: {e}") from None
+        raise TrainingError(f"train ar: {e}") from None
 
 
-def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, step: int, wall: float, log,
-           prep: dict | None = None) -> dict:
+def export_weights(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, step: int, wall: float, log,
+                   prep: Prep | None = None) -> dict:
     """Write ``gpt.safetensors`` (the EMA weights when the run keeps them) and ``metrics.json``."""
     if ema is not None:
         model.load_state_dict({k: v.to(model.state_dict()[k].dtype) for k, v in ema.items()})
@@ -535,16 +573,16 @@ def export(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, 
         metrics["heldout_nll"] = history[-1]["heldout_nll"]
         metrics["train_nll"] = history[-1]["train_nll"]
     if prep is not None and ema is not None:
-        held_idx = torch.nonzero(~prep["train"]).flatten()
+        held_idx = torch.nonzero(~prep.train).flatten()
         metrics["heldout_nll_ema"] = evaluate(model, prep, held_idx[: args.eval_images])
         log(f"EMA weights: held-out NLL {metrics['heldout_nll_ema']:.3f} nats/token")
     save_gpt(model.eval(), run / "gpt.safetensors")
-    if prep is not None and prep.get("kind") == "class":  # what a model folder needs to name the classes
-        (run / "identities.json").write_text(prep["vocabulary"], encoding="utf-8")
-        metrics["classes"] = {"styles": prep["styles"], "tones": prep["tones"], "repertoire": args.repertoire,
-                              "identities": prep["identities"], "images": len(prep["cond"])}
-        if _style_list(getattr(args, "styles", None)):  # the styles its images came from (ship offers only those)
-            metrics["classes"]["trained_styles"] = _style_list(args.styles)
+    if isinstance(prep, ClassPrep):  # what a model folder needs to name the classes
+        (run / "identities.json").write_text(prep.vocabulary, encoding="utf-8")
+        metrics["classes"] = {"styles": prep.styles, "tones": prep.tones, "repertoire": args.repertoire,
+                              "identities": prep.identities, "images": len(prep.cond)}
+        if prep.trained_styles:  # the styles its images came from (ship offers only those)
+            metrics["classes"]["trained_styles"] = prep.trained_styles
     write_json(run / "metrics.json", metrics)
     log(f"exported {run / 'gpt.safetensors'} (step {step}{', EMA' if ema is not None else ''})")
     return metrics
@@ -620,7 +658,3 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write gpt.safetensors + metrics.json from the run's checkpoint without training")
     p.set_defaults(prepared=None)
 
-
-def run(args) -> int:
-    train(args)
-    return 0

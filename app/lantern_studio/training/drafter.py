@@ -14,7 +14,6 @@ sampler will actually ask of it.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import torch
@@ -23,10 +22,12 @@ from ..engine.checkpoints import load_gpt, load_state_strict, load_weights, save
 from ..engine.drafters import EagleHead
 from ..paths import runs_dir
 from . import self_distill
-from .ar import batch_from
-from .common import RunLog, write_json
+from .common import write_json
 from .drafter_loss import HeadTrainer
-from .loop import CHECKPOINT_NAME, LoopSettings, TrainingLoop, read_checkpoint, restore
+from .errors import TrainingError, command
+from .lifecycle import Plan, run_log, run_trainer
+from .loop import LoopSettings
+from .prepared import Prep, as_prep, batch_from, load_prepared
 
 
 class DrafterTrainer(HeadTrainer):
@@ -34,58 +35,76 @@ class DrafterTrainer(HeadTrainer):
 
     kind = "drafter"
 
-    def __init__(self, args, gpt, prep: dict):
+    def __init__(self, args, gpt, prep: Prep, log):
         super().__init__(gpt, EagleHead(gpt.config), lr=args.lr, steps=args.steps, warmup=args.warmup, cfg=args.cfg,
                          noise=args.noise, p_weight=args.p_weight, seed=args.seed)
-        self.a, self.prep = args, prep
-        self.train_idx = torch.nonzero(prep["train"]).flatten()
-        self.held_idx = torch.nonzero(~prep["train"]).flatten()
+        self.a, self.data, self.log = args, prep, log
+        self.train_idx = torch.nonzero(prep.train).flatten()
+        self.held_idx = torch.nonzero(~prep.train).flatten()
 
     def batch(self):
         b = self.train_idx[torch.randint(0, len(self.train_idx), (self.a.batch,), generator=self.gen)]
-        return batch_from(self.prep, b, self.gen)
+        return batch_from(self.data, b, self.gen)
 
     def held_out_batch(self):
-        return batch_from(self.prep, self.held_idx[: self.a.eval_images], torch.Generator().manual_seed(0),
+        return batch_from(self.data, self.held_idx[: self.a.eval_images], torch.Generator().manual_seed(0),
                           augment=False)
+
+    def export(self, out: Path, history: list, wall: float) -> dict:
+        """``eagle.safetensors`` and ``metrics.json`` (the last evaluation's numbers)."""
+        last = history[-1]
+        metrics = {"step": self.step, "heldout_top1_agreement": last["heldout_top1"], "heldout_kl": last["heldout_kl"],
+                   "heldout_feature_loss": last["heldout_feature_loss"], "wall_seconds": wall,
+                   "cfg_scale": self.a.cfg, "history": history}
+        save_weights(self.model, out, self.gpt.config.to_dict(), "eagle")
+        write_json(out.parent / "metrics.json", metrics)
+        self.log(f"exported {out}: held-out top-1 agreement {last['heldout_top1']:.3f}")
+        return metrics
+
+
+def frozen_target(path) -> torch.nn.Module:
+    """The AR model the drafter learns from, in eval mode, without gradients."""
+    gpt = load_gpt(path).eval()
+    for p in gpt.parameters():
+        p.requires_grad_(False)
+    return gpt
+
+
+def prepared_data(prepared) -> Prep:
+    """``--prepared``: the AR run's prepared.pt (or, from Python, the prepared data itself)."""
+    if isinstance(prepared, (str, Path)):
+        return load_prepared(Path(prepared), "train drafter --prepared")
+    return as_prep(prepared)
 
 
 def train(args) -> dict:
-    run = Path(args.run)
-    run.mkdir(parents=True, exist_ok=True)
-    log = RunLog(run)
-    torch.set_num_threads(args.threads)
-    gpt = load_gpt(args.gpt).eval()
-    for p in gpt.parameters():
-        p.requires_grad_(False)
-    prep = torch.load(args.prepared, map_location="cpu", weights_only=True) if isinstance(args.prepared, (str, Path)) else args.prepared
-    trainer = DrafterTrainer(args, gpt, prep)
-    ckpt_path = run / CHECKPOINT_NAME
-    try:
-        ck = read_checkpoint(ckpt_path, DrafterTrainer.kind)
-    except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
-    if ck is not None:
-        restore(trainer, ck)
-        log(f"resumed from step {trainer.step}")
-    elif getattr(args, "init_from", None):
-        # warm start (e.g. the shipped head, when its AR model was trained further): the schedule starts afresh
-        sd, _ = load_weights(args.init_from, "eagle")
-        load_state_strict(trainer.model, sd, args.init_from)
-        log(f"initialised from {args.init_from}")
-    log(f"drafter: {sum(p.numel() for p in trainer.model.parameters()) / 1e6:.2f} M params; target {args.steps} steps")
-    loop = TrainingLoop(trainer, ckpt_path, log, LoopSettings.from_args(args), resumed=ck)
-    loop.run()
-    if loop.stopped_by:
-        raise SystemExit(loop.exit_code)
-    last = loop.history[-1]
-    metrics = {"step": trainer.step, "heldout_top1_agreement": last["heldout_top1"], "heldout_kl": last["heldout_kl"],
-               "heldout_feature_loss": last["heldout_feature_loss"], "wall_seconds": loop.wall,
-               "cfg_scale": args.cfg, "history": loop.history}
-    save_weights(trainer.model, run / "eagle.safetensors", gpt.config.to_dict(), "eagle")
-    write_json(run / "metrics.json", metrics)
-    log(f"exported {run / 'eagle.safetensors'}: held-out top-1 agreement {last['heldout_top1']:.3f}")
-    return metrics
+    """Train (or resume) the drafter and export it; → its metrics (``{"step", "stopped_by"}`` when a
+    signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
+    outcome = _run(args)
+    if outcome.metrics is not None:
+        return outcome.metrics
+    return {"step": outcome.step, "stopped_by": outcome.stopped_by}
+
+
+def _run(args):
+    folder = Path(args.run)
+    log = run_log(folder)
+
+    def build(resumed: dict | None) -> DrafterTrainer:
+        trainer = DrafterTrainer(args, frozen_target(args.gpt), prepared_data(args.prepared), log)
+        if resumed is None and getattr(args, "init_from", None):
+            # warm start (e.g. the shipped head, when its AR model was trained further): the schedule starts afresh
+            sd, _ = load_weights(args.init_from, "eagle")
+            load_state_strict(trainer.model, sd, args.init_from)
+            log(f"initialised from {args.init_from}")
+        return trainer
+
+    def describe(t: DrafterTrainer) -> str:
+        return f"drafter: {sum(p.numel() for p in t.model.parameters()) / 1e6:.2f} M params; target {args.steps} steps"
+
+    plan = Plan(kind=DrafterTrainer.kind, settings=LoopSettings.from_args(args), out=folder / "eagle.safetensors",
+                log=log, folder=folder, threads=args.threads)
+    return run_trainer(plan, build, describe)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -115,6 +134,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-seconds", type=float, default=180.0)
 
 
+@command
 def run(args) -> int:
     if args.model:
         ns = argparse.Namespace(name=args.model, steps=args.steps, sequences=args.sequences, batch=args.batch,
@@ -122,8 +142,5 @@ def run(args) -> int:
                                 seed=args.seed)
         return self_distill.run(ns)
     if not args.gpt:
-        print("error: train drafter needs --gpt (the bundled recipe) or --model NAME (self-distillation)",
-              file=sys.stderr)
-        return 2
-    train(args)
-    return 0
+        raise TrainingError("train drafter needs --gpt (the bundled recipe) or --model NAME (self-distillation)")
+    return _run(args).code

@@ -1,5 +1,5 @@
 """The one loop driver every trainer runs on (``train vq``, ``train recogniser``, ``train ar``,
-``train drafter``).
+``train drafter``); :mod:`.lifecycle` is the life of a command around it.
 
 A trainer owns its data, model and optimiser and knows how to take one step; the driver owns
 the life around the steps, the same for all of them:
@@ -20,7 +20,7 @@ the life around the steps, the same for all of them:
 * **log**: one line format, ``step N/T  name value …  X.XXs/step``, with the step's numbers
   averaged over the log window, and ``eval step N: …`` for evaluations.
 
-A trainer provides ``kind`` (str), ``step`` (int), ``model``, ``opt``, ``gen`` (a
+The loop drives a :class:`Steppable`: ``kind`` (str), ``step`` (int), ``model``, ``opt``, ``gen`` (a
 ``torch.Generator``), ``train_step() -> dict[str, float]`` (one optimiser step, ``step`` += 1),
 ``evaluate() -> (row, text)`` (a history row and its log text), ``extra_state() -> dict`` and
 ``load_extra_state(extra)``. Self-distillation (``train drafter --model``) runs on it too, without a
@@ -30,7 +30,6 @@ checkpoint (its samples are not kept) and with the caller's cancel and progress 
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -39,7 +38,8 @@ from typing import Any, Callable, Protocol
 
 import torch
 
-from .common import RunLog, atomic_torch_save
+from .common import atomic_torch_save
+from .errors import TrainingError
 
 FORMAT = "lantern-studio/training-checkpoint"
 VERSION = 2
@@ -47,7 +47,9 @@ CHECKPOINT_NAME = "checkpoint.pt"
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 
 
-class Trainer(Protocol):
+class Steppable(Protocol):
+    """What the loop and the checkpoint ask of a trainer (:class:`.lifecycle.Trainer` adds what a command asks)."""
+
     kind: str
     step: int
     model: torch.nn.Module
@@ -79,29 +81,29 @@ class LoopSettings:
 
 
 def read_checkpoint(path: Path, kind: str) -> dict | None:
-    """The run's checkpoint, or None when there is none yet. ValueError names the file when it
+    """The run's checkpoint, or None when there is none yet. TrainingError names the file when it
     is unreadable, not a training checkpoint, or another trainer's."""
     path = Path(path)
     if not path.is_file():
         legacy = path.with_name("ckpt.pt")
         if legacy.is_file():
-            raise ValueError(f"{legacy}: a checkpoint in the format before {VERSION}; continue from its exported "
+            raise TrainingError(f"{legacy}: a checkpoint in the format before {VERSION}; continue from its exported "
                              "weights with --init-from in a new --run folder")
         return None
     try:
         ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise ValueError(f"{path}: unreadable checkpoint ({type(e).__name__}: {e}); move it away to start "
+        raise TrainingError(f"{path}: unreadable checkpoint ({type(e).__name__}: {e}); move it away to start "
                          "over") from None
     if not isinstance(ck, dict) or ck.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a lantern-studio training checkpoint")
+        raise TrainingError(f"{path}: not a lantern-studio training checkpoint")
     if ck.get("kind") != kind:
-        raise ValueError(f"{path}: a checkpoint of `train {ck.get('kind')}`, not `train {kind}`; "
+        raise TrainingError(f"{path}: a checkpoint of `train {ck.get('kind')}`, not `train {kind}`; "
                          "use another --run folder")
     return ck
 
 
-def restore(trainer: Trainer, ck: dict, *, batches: bool = True) -> None:
+def restore(trainer: Steppable, ck: dict, *, batches: bool = True) -> None:
     """Put a checkpoint's state back into a trainer built with the same settings (its model already
     on its device, so the optimiser's state follows it). ``batches=False`` keeps the trainer's own
     batch generator (the other ranks of a distributed run draw their own batches)."""
@@ -114,7 +116,7 @@ def restore(trainer: Trainer, ck: dict, *, batches: bool = True) -> None:
     trainer.load_extra_state(ck.get("extra", {}))
 
 
-def write_checkpoint(path: Path, trainer: Trainer, *, wall: float, history: list) -> None:
+def write_checkpoint(path: Path, trainer: Steppable, *, wall: float, history: list) -> None:
     atomic_torch_save({
         "format": FORMAT, "version": VERSION, "kind": trainer.kind, "step": int(trainer.step),
         "model": trainer.model.state_dict(), "optimizer": trainer.opt.state_dict(),
@@ -155,7 +157,7 @@ class TrainingLoop:
     evaluate); ``agree(flag)`` makes every rank take the same stop decision (any rank's flag).
     """
 
-    def __init__(self, trainer: Trainer, ckpt_path: Path | None, log: Callable[[str], None], settings: LoopSettings,
+    def __init__(self, trainer: Steppable, ckpt_path: Path | None, log: Callable[[str], None], settings: LoopSettings,
                  *, resumed: dict | None = None, main: bool = True, agree: Callable[[bool], bool] | None = None,
                  should_stop: Callable[[], bool] | None = None, on_step: Callable[[int], None] | None = None):
         self.trainer = trainer
@@ -252,60 +254,3 @@ class TrainingLoop:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES.get(self.stopped_by or "", 0)
-
-
-def run_resumable(a, *, out: Path, kind: str, check, build, describe) -> int:
-    """The life of a trainer command around the loop (``train vq``, ``train recogniser``).
-
-    ``check(a)`` raises ValueError naming a bad option; ``build(log, resumed)`` loads the data and
-    returns a set-up :class:`Trainer` (plus ``data.note`` and ``export(out, history, wall)``), built
-    from the checkpoint's settings when ``resumed`` is one, raising FileNotFoundError or ValueError
-    for bad input; ``describe(trainer)`` is the line logged before training. Exit codes: 0 done or
-    stopped by budget/--stop-after (the weights so far are exported, so a budgeted run always
-    leaves usable ones), 2 bad input, 130 Ctrl-C, 143 SIGTERM (both checkpoint first; the same
-    command resumes). A re-run with nothing left to train keeps an existing export.
-    """
-    try:
-        check(a)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    a.run.mkdir(parents=True, exist_ok=True)
-    log = RunLog(a.run)
-    prev_threads = torch.get_num_threads()
-    torch.set_num_threads(a.threads)
-    try:
-        ckpt = a.run / CHECKPOINT_NAME
-        try:
-            resumed = read_checkpoint(ckpt, kind)
-            if a.export and resumed is None:
-                raise ValueError(f"{ckpt}: no checkpoint to export (train first)")
-            trainer = build(log, resumed)
-        except (FileNotFoundError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        if resumed is not None:
-            restore(trainer, resumed)
-            log(f"resumed from step {trainer.step}")
-        if trainer.data.note:
-            log(f"note: {trainer.data.note}")
-        loop = TrainingLoop(trainer, ckpt, log, LoopSettings.from_args(a), resumed=resumed)
-        if a.export:
-            trainer.export(out, loop.history, loop.wall)
-            return 0
-        start_step = trainer.step
-        if trainer.step < a.steps:
-            log(describe(trainer))
-            loop.run()
-            if loop.stopped_by:
-                return loop.exit_code
-        if trainer.step == start_step and out.is_file():
-            log(f"already trained to step {trainer.step}; {out} is up to date (--export rewrites it, "
-                "a larger --steps continues)")
-            return 0
-        if trainer.step < a.steps:
-            log(f"exporting the weights so far (step {trainer.step}/{a.steps})")
-        trainer.export(out, loop.history, loop.wall)
-        return 0
-    finally:
-        torch.set_num_threads(prev_threads)

@@ -67,7 +67,9 @@ from ..engine.tokenizer import load_vq
 from ..models.dataset import DatasetError, default_out_dir, load_dataset
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
-from .loop import CHECKPOINT_NAME, run_resumable
+from .errors import TrainingError, command
+from .lifecycle import Plan, run_log, run_trainer
+from .loop import CHECKPOINT_NAME, LoopSettings
 
 __all__ = [
     "RecogniserData",
@@ -115,9 +117,9 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
     """
     images = np.asarray(images)
     if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
-        raise ValueError(f"images: expected (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
+        raise TrainingError(f"images: expected (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
     if len(meta) != len(images):
-        raise ValueError(f"{len(meta)} meta rows but {len(images)} images")
+        raise TrainingError(f"{len(meta)} meta rows but {len(images)} images")
     keep = [i for i, m in enumerate(meta) if m.get(label)]
     if classes is None:
         classes = sorted({meta[i][label] for i in keep})
@@ -125,7 +127,7 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
     index = {c: j for j, c in enumerate(classes)}
     unknown = sorted({meta[i][label] for i in keep} - set(index))
     if unknown:
-        raise ValueError(f"labels not among the classes: {', '.join(unknown[:5])}")
+        raise TrainingError(f"labels not among the classes: {', '.join(unknown[:5])}")
     labels = np.full(len(meta), -1, dtype=np.int64)
     for i in keep:
         labels[i] = index[meta[i][label]]
@@ -140,7 +142,7 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
     else:
         styles = np.array([str(m.get("style") or m.get("vendor")) for m in meta])
         if holdout_style not in set(styles.tolist()):
-            raise ValueError(f"--holdout-style {holdout_style!r}: no such style in the data "
+            raise TrainingError(f"--holdout-style {holdout_style!r}: no such style in the data "
                              f"(styles: {', '.join(sorted(set(styles.tolist())))})")
         held = styles == holdout_style
         train_idx = np.flatnonzero(~held & has)
@@ -150,7 +152,7 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
         if dropped:
             note = f"{dropped} {holdout_style} images of labels no other style has are not scored"
     if len(train_idx) == 0:
-        raise ValueError("no labelled rows to train on")
+        raise TrainingError("no labelled rows to train on")
     if len(held_idx) == 0 and holdout_style != "none":
         note = "no held-out rows: held-out metrics are not available"
     groups = None
@@ -160,7 +162,7 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
             groups.setdefault(meta[i][label], str(meta[i].get("subgroup") or "unknown"))
         groups = {c: groups[c] for c in classes if c in groups}
         if len(groups) != len(classes):
-            raise ValueError("identity classes without rows: pass classes that occur in the data")
+            raise TrainingError("identity classes without rows: pass classes that occur in the data")
     identities = [str(m.get("identity") or m.get("name") or i) for i, m in enumerate(meta)]
     return RecogniserData(images=images, labels=labels, identities=identities, train_idx=train_idx,
                           heldout_idx=held_idx, classes=classes, path=path, note=note, groups=groups)
@@ -172,9 +174,9 @@ def load_recogniser_data(data_dir: str | os.PathLike, *, label: str = "subgroup"
     try:
         images, meta, _manifest = load_dataset(data_dir)
     except DatasetError as e:
-        raise ValueError(str(e)) from None
+        raise TrainingError(str(e)) from None
     except FileNotFoundError as e:
-        raise ValueError(f"{data_dir}: incomplete dataset ({e})") from None
+        raise TrainingError(f"{data_dir}: incomplete dataset ({e})") from None
     return make_data(images, meta, label=label, path=Path(data_dir), holdout_style=holdout_style)
 
 
@@ -335,7 +337,7 @@ class _Trainer:
         if resumed is not None:
             self.cfg = RecogniserConfig.from_dict(json.loads(resumed["extra"]["config"]))
             if self.cfg.classes != self.data.classes:
-                raise ValueError(f"{Path(a.run) / CHECKPOINT_NAME}: trained on other classes than this dataset's "
+                raise TrainingError(f"{Path(a.run) / CHECKPOINT_NAME}: trained on other classes than this dataset's "
                                  f"({self.cfg.num_classes} vs {len(self.data.classes)}); pass another --run")
         else:
             self.cfg = RecogniserConfig(
@@ -572,7 +574,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _check_args(a: argparse.Namespace) -> None:
     def need(cond: bool, flag: str, allowed: str, value: Any) -> None:
         if not cond:
-            raise ValueError(f"{flag}={value!r}: must be {allowed}")
+            raise TrainingError(f"{flag}={value!r}: must be {allowed}")
 
     need(a.steps >= 1, "--steps", ">= 1", a.steps)
     need(a.batch >= 1, "--batch", ">= 1", a.batch)
@@ -599,6 +601,7 @@ def _check_args(a: argparse.Namespace) -> None:
     need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
 
 
+@command
 def run(args: argparse.Namespace) -> int:
     """Train (or resume, or ``--export``) the recogniser. Returns a process exit code."""
     a = args
@@ -606,7 +609,10 @@ def run(args: argparse.Namespace) -> int:
     a.run = Path(a.run) if a.run else paths.runs_dir() / "recogniser"
     out = Path(a.out) if a.out else a.run / WEIGHTS_NAME
 
-    def build(log, resumed):
+    _check_args(a)
+    log = run_log(a.run)
+
+    def build(resumed):
         trainer = _Trainer(a, load_recogniser_data(a.data, label=a.label, holdout_style=a.holdout_style), log)
         trainer.setup(resumed)
         return trainer
@@ -621,7 +627,9 @@ def run(args: argparse.Namespace) -> int:
                 + f", batch {a.batch}, {a.balance}-balanced, "
                 f"{a.threads} thread(s), step {t.step} -> {a.steps}; run folder {a.run}")
 
-    return run_resumable(a, out=out, kind=_Trainer.kind, check=_check_args, build=build, describe=describe)
+    plan = Plan(kind=_Trainer.kind, settings=LoopSettings.from_args(a), out=out, log=log, folder=a.run,
+                threads=a.threads, export_only=a.export)
+    return run_trainer(plan, build, describe).code
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,8 @@ import json
 import math
 import sys
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -34,7 +36,9 @@ from ..engine.precision import cast_transformer as _cast
 from ..models import catalogue, load_pipeline, resolve_spec
 from ..models.catalogue import drafter_path
 from .drafter_loss import HeadTrainer
-from .loop import EXIT_CODES, LoopSettings, TrainingLoop
+from .errors import TrainingError, command
+from .lifecycle import Plan, run_trainer
+from .loop import EXIT_CODES, LoopSettings
 
 DEFAULT_PROMPTS = (
     "a photo of a cat sitting on a windowsill", "a red sports car on a mountain road",
@@ -50,6 +54,18 @@ DEFAULT_PROMPTS = (
 ProgressFn = Callable[[str, int, int], None]  # (phase "sampling" | "training", done, total)
 
 
+@dataclass
+class Samples:
+    """The target's own sequences, on the CPU: ``tokens`` (n, T) long, ``cond`` (n,) long or (n, P, D)
+    float, ``mask`` None (class-conditional) or (n, P) bool, and the ``prompts`` they were drawn for."""
+
+    tokens: torch.Tensor
+    cond: torch.Tensor
+    mask: Optional[torch.Tensor]
+    prompts: list
+    note = ""  # nothing to say about them before training
+
+
 def _resolve(name_or_pipeline, device):
     if not isinstance(name_or_pipeline, str):
         pipe = name_or_pipeline
@@ -62,12 +78,8 @@ def _resolve(name_or_pipeline, device):
 
 @torch.no_grad()
 def sample_sequences(pipe, n: int, seed: int = 0, prompts: Optional[Sequence[str]] = None, settings=None,
-                     progress: Optional[ProgressFn] = None, should_stop=None) -> dict:
-    """Generate ``n`` token sequences with the target itself (vanilla decoding).
-
-    → {"tokens": (n, T) long, "cond": (n,) long or (n, P, D) float, "mask": None or (n, P) bool,
-       "prompts": [...]} on the CPU.
-    """
+                     progress: Optional[ProgressFn] = None, should_stop=None) -> Samples:
+    """Generate ``n`` token sequences with the target itself (vanilla decoding)."""
     gpt = pipe.gpt
     base = settings or pipe.defaults
     base = base.with_(drafter="none", k=0, delta=0.0, lam=None)
@@ -105,20 +117,19 @@ def sample_sequences(pipe, n: int, seed: int = 0, prompts: Optional[Sequence[str
             progress("sampling", i + 1, n)
     if not toks:
         raise RuntimeError("self-distillation: stopped before any sequence was generated")
-    out = {"tokens": torch.stack(toks), "cond": torch.cat(conds), "prompts": used,
-           "mask": torch.cat(masks) if masks[0] is not None else None}
-    return out
+    return Samples(tokens=torch.stack(toks), cond=torch.cat(conds), prompts=used,
+                   mask=torch.cat(masks) if masks[0] is not None else None)
 
 
-def _batch(data: dict, idx: torch.Tensor, device):
-    tok = data["tokens"][idx].to(device)
-    emb = data["cond"][idx].to(device)
-    if data["mask"] is None:
+def _batch(data: Samples, idx: torch.Tensor, device):
+    tok = data.tokens[idx].to(device)
+    emb = data.cond[idx].to(device)
+    if data.mask is None:
         # class-conditional: drafter_losses concatenates masks for the CFG batch; an all-valid
         # one-slot prefix mask gives the same attention as no mask at all.
         mask = torch.ones(len(idx), 1, dtype=torch.bool, device=device)
     else:
-        mask = data["mask"][idx].to(device)
+        mask = data.mask[idx].to(device)
     return tok, emb, mask
 
 
@@ -127,12 +138,14 @@ class SelfDistillTrainer(HeadTrainer):
 
     kind = "self-distill"
 
-    def __init__(self, gpt, data: dict, train_idx, held_idx, device, *, batch, init_from_last_layer, **options):
+    def __init__(self, gpt, data: Samples, train_idx, held_idx, device, *, batch, init_from_last_layer,
+                 export_dtype: torch.dtype = torch.float32, **options):
         head = EagleHead(gpt.config).to(device)
         if init_from_last_layer and len(gpt.layers):
             head.layer.load_state_dict(gpt.layers[-1].state_dict())
         super().__init__(gpt, head, **options)
         self.data, self.train_idx, self.held_idx, self.device, self.batch_size = data, train_idx, held_idx, device, batch
+        self.export_dtype = export_dtype
 
     def batch(self):
         n = min(self.batch_size, len(self.train_idx))
@@ -141,6 +154,31 @@ class SelfDistillTrainer(HeadTrainer):
 
     def held_out_batch(self):
         return _batch(self.data, self.held_idx, self.device)
+
+    def export(self, out: Path, history: list, wall: float) -> dict:
+        """The head (in the target's dtype) to ``out``; → the last evaluation's numbers."""
+        self.model = self.model.to(self.export_dtype).eval()
+        save_weights(self.model, out, self.gpt.config.to_dict(), "eagle")
+        last = history[-1] if history else {"heldout_top1": float("nan"), "heldout_kl": float("nan"),
+                                            "heldout_feature_loss": float("nan")}
+        return {"heldout_top1_agreement": last["heldout_top1"], "heldout_kl": last["heldout_kl"],
+                "heldout_feature_loss": last["heldout_feature_loss"], "history": history, "wall": wall}
+
+
+@contextmanager
+def trained_against(gpt):
+    """The target frozen and in float32 while a head trains on its features; as it was afterwards."""
+    orig_dtype = next(gpt.parameters()).dtype
+    flags = [p.requires_grad for p in gpt.parameters()]
+    for p in gpt.parameters():
+        p.requires_grad_(False)
+    _cast(gpt, torch.float32)
+    try:
+        yield orig_dtype
+    finally:
+        _cast(gpt, orig_dtype)
+        for p, f in zip(gpt.parameters(), flags):
+            p.requires_grad_(f)
 
 
 def train_drafter_for_model(
@@ -172,7 +210,7 @@ def train_drafter_for_model(
     pipe, name = _resolve(name_or_pipeline, device)
     if out is None:
         if name is None:
-            raise ValueError("out: give a path for the drafter (the model is not a catalogue entry)")
+            raise TrainingError("out: give a path for the drafter (the model is not a catalogue entry)")
         out = drafter_path(name)
     out = Path(out)
     gpt = pipe.gpt.eval()
@@ -180,47 +218,40 @@ def train_drafter_for_model(
     t0 = time.perf_counter()
 
     data = sample_sequences(pipe, sequences, seed=seed, prompts=prompts, progress=progress, should_stop=should_stop)
-    n = data["tokens"].shape[0]
+    n = data.tokens.shape[0]
     n_held = max(1, n // 10) if n > 1 else 0
     train_idx = torch.arange(n - n_held) if n_held else torch.arange(n)
     held_idx = torch.arange(n - n_held, n) if n_held else torch.arange(n)
 
-    orig_dtype = next(gpt.parameters()).dtype
-    flags = [p.requires_grad for p in gpt.parameters()]
-    for p in gpt.parameters():
-        p.requires_grad_(False)
-    _cast(gpt, torch.float32)  # train in float32 (the head reads the target's features)
-    dev = next(gpt.parameters()).device
-    torch.manual_seed(seed)
-    trainer = SelfDistillTrainer(gpt, data, train_idx, held_idx, dev, lr=lr, steps=steps, batch=batch,
-                                 warmup=min(warmup, max(1, steps // 10)), cfg=cfg, noise=noise, p_weight=p_weight,
-                                 seed=seed + 1, init_from_last_layer=init_from_last_layer)
-    # the samples are not kept, so nothing to resume: no checkpoint; a cancel (or Ctrl-C) ends it early
-    loop = TrainingLoop(trainer, None, lambda _msg: None, LoopSettings(steps=steps, log_every=max(1, steps // 20)),
-                        should_stop=should_stop,
-                        on_step=(lambda done: progress("training", done, steps)) if progress is not None else None)
-    try:
-        loop.run()
-    finally:
-        _cast(gpt, orig_dtype)
-        for p, f in zip(gpt.parameters(), flags):
-            p.requires_grad_(f)
-    head, step = trainer.model, trainer.step
-    last = loop.history[-1] if loop.history else {"heldout_top1": float("nan"), "heldout_kl": float("nan"),
-                                                  "heldout_feature_loss": float("nan")}
-    head = head.to(orig_dtype).eval() if orig_dtype != torch.float32 else head.eval()
-    save_weights(head, out, gpt.config.to_dict(), "eagle")
+    built: list[SelfDistillTrainer] = []
+
+    with trained_against(gpt) as orig_dtype:
+        def build(_resumed):
+            torch.manual_seed(seed)
+            trainer = SelfDistillTrainer(gpt, data, train_idx, held_idx, next(gpt.parameters()).device, lr=lr,
+                                         steps=steps, batch=batch, warmup=min(warmup, max(1, steps // 10)), cfg=cfg,
+                                         noise=noise, p_weight=p_weight, seed=seed + 1,
+                                         init_from_last_layer=init_from_last_layer, export_dtype=orig_dtype)
+            built.append(trainer)  # the head the pipeline gets
+            return trainer
+
+        # the samples are not kept, so nothing to resume (no run folder); a cancel (or Ctrl-C) ends it early
+        plan = Plan(kind=SelfDistillTrainer.kind, settings=LoopSettings(steps=steps, log_every=max(1, steps // 20)),
+                    out=out, log=lambda _msg: None, should_stop=should_stop,
+                    on_step=(lambda done: progress("training", done, steps)) if progress is not None else None)
+        outcome = run_trainer(plan, build, describe=lambda _t: "")
+    m = outcome.metrics
     summary = {
-        "path": str(out), "model": name or getattr(pipe, "name", "model"), "steps": step, "sequences": n,
+        "path": str(out), "model": name or getattr(pipe, "name", "model"), "steps": outcome.step, "sequences": n,
         "heldout_sequences": int(len(held_idx)), "cfg_scale": cfg, "seed": seed,
-        "heldout_top1_agreement": last["heldout_top1"], "heldout_kl": last["heldout_kl"],
-        "heldout_feature_loss": last["heldout_feature_loss"], "seconds": time.perf_counter() - t0,
-        "history": loop.history, "stopped_by": loop.stopped_by,
+        "heldout_top1_agreement": m["heldout_top1_agreement"], "heldout_kl": m["heldout_kl"],
+        "heldout_feature_loss": m["heldout_feature_loss"], "seconds": time.perf_counter() - t0,
+        "history": m["history"], "stopped_by": outcome.stopped_by,
     }
     if not math.isfinite(summary["heldout_kl"]):
         summary["heldout_kl"] = None
     out.with_name("self_distill.json").write_text(json.dumps(summary, indent=2))
-    pipe.eagle = head
+    pipe.eagle = built[-1].model
     return summary
 
 
@@ -239,6 +270,7 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
+@command
 def run(args) -> int:
     prompts = None
     if args.prompts:

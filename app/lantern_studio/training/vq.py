@@ -39,7 +39,9 @@ from lantern_studio import paths
 from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, read_vq_args, save_vq
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
-from .loop import CHECKPOINT_NAME, run_resumable
+from .errors import TrainingError, command
+from .lifecycle import Plan, run_log, run_trainer
+from .loop import CHECKPOINT_NAME, LoopSettings
 from ..engine.files import sha256_file as _sha256
 
 __all__ = [
@@ -104,13 +106,13 @@ def load_vq_data(data_dir: str | os.PathLike) -> VQData:
     img_path, meta_path = data_dir / "images.npy", data_dir / "meta.jsonl"
     for p in (img_path, meta_path):
         if not p.is_file():
-            raise FileNotFoundError(f"{p}: missing (build the dataset first, or pass --data DIR)")
+            raise TrainingError(f"{p}: missing (build the dataset first, or pass --data DIR)")
     try:
         images = np.load(img_path, allow_pickle=False)
     except Exception as e:
-        raise ValueError(f"{img_path}: not a readable .npy array ({e})") from None
+        raise TrainingError(f"{img_path}: not a readable .npy array ({e})") from None
     if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
-        raise ValueError(f"{img_path}: expected (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
+        raise TrainingError(f"{img_path}: expected (N, H, W, 3) uint8, got {images.shape} {images.dtype}")
     splits = []
     with open(meta_path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -119,10 +121,10 @@ def load_vq_data(data_dir: str | os.PathLike) -> VQData:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{meta_path}:{lineno}: bad JSON ({e})") from None
+                raise TrainingError(f"{meta_path}:{lineno}: bad JSON ({e})") from None
             splits.append(row.get("split") if isinstance(row, dict) else None)
     if len(splits) != len(images):
-        raise ValueError(f"{meta_path}: {len(splits)} rows but {img_path.name} has {len(images)} images")
+        raise TrainingError(f"{meta_path}: {len(splits)} rows but {img_path.name} has {len(images)} images")
     splits_a = np.array([str(s) for s in splits])
     train_idx = np.flatnonzero(splits_a == "train")
     held_idx = np.flatnonzero(splits_a == "heldout")
@@ -132,7 +134,7 @@ def load_vq_data(data_dir: str | os.PathLike) -> VQData:
         held_idx, train_idx = train_idx[-n_held:], train_idx[:-n_held]
         note = f"no 'heldout' rows in {meta_path.name}: holding out the last {n_held} training rows"
     if len(train_idx) == 0:
-        raise ValueError(f"{meta_path}: no rows with split 'train'")
+        raise TrainingError(f"{meta_path}: no rows with split 'train'")
     return VQData(train=np.ascontiguousarray(images[train_idx]),
                   heldout=np.ascontiguousarray(images[held_idx]),
                   path=data_dir, sha256=_sha256(img_path), note=note)
@@ -174,7 +176,7 @@ def evaluate(model: VQModel, images: np.ndarray | torch.Tensor, *, batch_size: i
     param = next(model.parameters())
     n = len(images)
     if n == 0:
-        raise ValueError("images: need at least one image to evaluate")
+        raise TrainingError("images: need at least one image to evaluate")
     counts = torch.zeros(model.args.codebook_size, dtype=torch.long)
     psnrs, sq_sum, px = [], 0.0, 0
     try:
@@ -281,7 +283,7 @@ class _Trainer:
             if a.vq_args and vq_args.to_dict() != self._requested_args().to_dict():
                 self.log("note: --vq-args differs from the checkpoint's architecture; using the checkpoint's")
             if bool(extra.get("decoder_only", False)) != bool(a.decoder_only):
-                raise ValueError(f"{Path(a.run) / CHECKPOINT_NAME}: this run was started "
+                raise TrainingError(f"{Path(a.run) / CHECKPOINT_NAME}: this run was started "
                                  f"{'with' if extra.get('decoder_only') else 'without'} --decoder-only; "
                                  f"re-run it the same way, or use another --run folder")
             init = None
@@ -291,14 +293,14 @@ class _Trainer:
             self.init_steps = int(read_vq_args(a.init_from)[1].get("steps", 0) or 0)
         else:
             if a.decoder_only:
-                raise ValueError("--decoder-only needs --init-from (a trained vq.safetensors whose codes stay fixed)")
+                raise TrainingError("--decoder-only needs --init-from (a trained vq.safetensors whose codes stay fixed)")
             init = None
             vq_args = self._requested_args()
         self.vq_args = vq_args
         f = vq_args.downsample_factor
         h, w = data.train.shape[1:3]
         if h % f or w % f:
-            raise ValueError(f"images: {h}x{w} is not a multiple of the tokenizer's downsampling factor {f}")
+            raise TrainingError(f"images: {h}x{w} is not a multiple of the tokenizer's downsampling factor {f}")
 
         torch.manual_seed(a.seed)
         self.model = VQModel(vq_args).to(self.device)
@@ -350,9 +352,9 @@ class _Trainer:
             try:
                 extra = json.loads(self.a.vq_args)
             except json.JSONDecodeError as e:
-                raise ValueError(f"--vq-args: not valid JSON ({e})") from None
+                raise TrainingError(f"--vq-args: not valid JSON ({e})") from None
             if not isinstance(extra, dict):
-                raise ValueError("--vq-args: expected a JSON object of VQArgs fields")
+                raise TrainingError("--vq-args: expected a JSON object of VQArgs fields")
             base.update(extra)
         return VQArgs.from_dict(base)
 
@@ -574,7 +576,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _check_args(a: argparse.Namespace) -> None:
     def need(cond: bool, flag: str, allowed: str, value: Any) -> None:
         if not cond:
-            raise ValueError(f"{flag}={value!r}: must be {allowed}")
+            raise TrainingError(f"{flag}={value!r}: must be {allowed}")
 
     need(a.steps >= 1, "--steps", ">= 1", a.steps)
     need(a.batch >= 1, "--batch", ">= 1", a.batch)
@@ -596,6 +598,7 @@ def _check_args(a: argparse.Namespace) -> None:
     need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
 
 
+@command
 def run(args: argparse.Namespace) -> int:
     """Train (or resume, or ``--export``) the tokenizer. Returns a process exit code."""
     a = args
@@ -603,7 +606,10 @@ def run(args: argparse.Namespace) -> int:
     a.run = Path(a.run) if a.run else paths.runs_dir() / "vq"
     out = Path(a.out) if a.out else a.run / "vq.safetensors"
 
-    def build(log, resumed):
+    _check_args(a)
+    log = run_log(a.run)
+
+    def build(resumed):
         trainer = _Trainer(a, log)
         trainer.setup(load_vq_data(a.data), resumed)
         return trainer
@@ -615,7 +621,9 @@ def run(args: argparse.Namespace) -> int:
                 f"{d.train.shape[1]}x{d.train.shape[2]}, batch {a.batch}, {'bf16 autocast' if t.amp else 'fp32'}, "
                 f"{a.threads} threads, step {t.step} -> {a.steps}; run folder {a.run}")
 
-    return run_resumable(a, out=out, kind=_Trainer.kind, check=_check_args, build=build, describe=describe)
+    plan = Plan(kind=_Trainer.kind, settings=LoopSettings.from_args(a), out=out, log=log, folder=a.run,
+                threads=a.threads, export_only=a.export)
+    return run_trainer(plan, build, describe).code
 
 
 def main(argv: list[str] | None = None) -> int:
