@@ -40,9 +40,12 @@ def test_fixed_seed_gives_the_same_image_twice(pipe):
     assert a.image.shape == (64, 64, 3) and a.image.dtype == np.uint8
     assert np.array_equal(a.image, b.image)
     assert a.stats.tokens == 256
-    # another seed can draw another picture (model v4 memorises its hearts: many seeds draw the same one)
-    assert any(not np.array_equal(a.image, pipe.generate("a red heart", s.with_(seed=seed)).image)
-               for seed in range(8, 24))
+    # the seed reaches the sampler: at temperature 1 another seed draws another picture (at the shipped
+    # T 0.5 / top-k 10 without guidance, model v4.1 draws the same heart for most seeds)
+    hot = s.with_(temperature=1.0, top_k=0)
+    first = pipe.generate("a red heart", hot).image
+    assert any(not np.array_equal(first, pipe.generate("a red heart", hot.with_(seed=seed)).image)
+               for seed in range(8, 12))
 
 
 def test_odd_prompts_have_a_defined_outcome(pipe):
