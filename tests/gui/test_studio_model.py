@@ -118,6 +118,10 @@ def test_esc_stops_both_halves_of_a_compare_and_nothing_else():
     assert q.position(after) == 1 and pair.group not in studio.pairs and pair.lantern.state == "cancelled"
     q.ended(pair.vanilla.job)
     assert q.take_next() is after
+    # Shift+Esc: everything goes, and no pair is left waiting for halves that will never run
+    waiting = studio.submit_compare("never", LANTERN_SETTINGS, None)
+    studio.cancel_all()
+    assert after.cancel_requested and not q.pending and waiting.group not in studio.pairs
 
 
 # ------------------------------------------------------------------------------------------- Compare

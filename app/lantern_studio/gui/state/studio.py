@@ -86,6 +86,13 @@ class Studio:
                 half.state = "cancelled"
         return stopped
 
+    def cancel_all(self) -> None:
+        """Shift+Esc: the running job stops and the queue empties; only the running job's pair (if it is a
+        Compare's half) is left to hear of its end."""
+        self.queue.cancel_all()
+        running = self.queue.current
+        self.pairs = {g: p for g, p in self.pairs.items() if running is not None and running.group == g}
+
     def pair_of(self, job: Job) -> Optional[ComparePair]:
         if job.group is None:
             return None
