@@ -144,7 +144,8 @@ def test_compare_races_two_full_canvases_live_then_on_one_clock(qtbot, tiny, mon
     race = w.race.race
     rv, rc = pair.vanilla.result.recording, pair.lantern.result.recording
     assert rv.steps > rc.steps  # vanilla: one token a step
-    t = rc.elapsed[rc.steps // 2]  # recorded seconds: the LANTERN run is half-way through its steps
+    mid = rc.steps // 2  # recorded seconds: the LANTERN run half-way through its steps, between two of them
+    t = (rc.elapsed[mid - 1] + rc.elapsed[mid]) / 2
     clock.t += t * race.slowmo
     w.race._tick()
     for side, rec in ((VANILLA, rv), (LANTERN, rc)):  # both at the same moment of their own recorded decode

@@ -557,6 +557,8 @@ class MainWindow(QMainWindow):
             self.banner.dismiss()
 
     def _chart_from_history(self, model_name: str) -> None:
+        if not self._store_open:  # the window closed while the model was still loading
+            return
         runs = [e for e in self.store.entries(limit=4 * MAX_HISTORY_POINTS) if e.model == model_name]
         runs = runs[:MAX_HISTORY_POINTS][::-1]  # the newest, oldest first
         self.chart.add_records((e.record, f"history: “{e.prompt}” (seed {e.settings.get('seed')})") for e in runs)
