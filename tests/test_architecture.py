@@ -56,6 +56,13 @@ MUTATIONS = {
                                            "Only the gui imports Qt", "lantern_studio.paths -> PySide6"),
     "doctor imports Qt itself": ("doctor.py", "from PySide6 import QtCore  # noqa", "Only the gui imports Qt",
                                  "lantern_studio.doctor -> PySide6"),
+    "the studio model imports Qt": ("gui/state/queue.py", "import PySide6  # noqa", "The studio model knows no Qt",
+                                    "lantern_studio.gui.state.queue -> PySide6"),
+    "the studio model reaches Qt through a widget": ("gui/state/compare.py", "from .. import canvas  # noqa",
+                                                     "The studio model knows no Qt",
+                                                     "lantern_studio.gui.state.compare -> lantern_studio.gui.canvas"),
+    "the studio model imports torch": ("gui/state/race.py", "import torch  # noqa", "The gui does not import torch",
+                                       "lantern_studio.gui.state.race -> torch"),
     "a cycle inside a function": ("models/quality.py", "def _late():\n    from . import local  # noqa",
                                   "No import cycles", "No cycles are allowed in lantern_studio.models."),
 }

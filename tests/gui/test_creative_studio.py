@@ -3,6 +3,7 @@ sideways, a new picture on every Generate, and the small things a person trips o
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
@@ -209,7 +210,7 @@ def test_the_stats_panel_says_cancelled_after_esc_not_running(qtbot, tiny, monke
     w = open_window(qtbot, tiny)
     on_steps(monkeypatch, lambda job, ev: time.sleep(0.05))
     cancelled = []
-    w.jobs.job_cancelled.connect(cancelled.append)
+    w.jobs.answers.job_cancelled.connect(cancelled.append)
     w.controls.set_prompt("stop me")
     job = w.generate()
     qtbot.waitUntil(lambda: w.stats.run_label.text().startswith(f"Running #{job.id}"), timeout=WAIT)
@@ -344,3 +345,63 @@ def test_the_delta_explanation_is_words_not_a_formula(qtbot, tiny):
             assert not [f for f in FORMULA if f in text], (case, [f for f in FORMULA if f in text], text)
     c.set_settings(c.settings().with_(k=8, delta=0.1, greedy=False, bound="lantern"))
     assert "within δ" in c.delta.toolTip() and "can exceed δ" in c.delta.toolTip()
+
+
+# ---------------------------------------------------------------------------------------- 3. the chart, the drag
+
+
+def test_the_charts_y_label_is_whole_while_the_model_warms_up(qtbot):
+    """Before any model is ready the chart does not know of a quality score; its y label then ran along the
+    plot's whole height and past it ("mean accepted length (tokens/forward)", cut at both ends)."""
+    from lantern_studio.gui.chart import TradeoffChart
+
+    chart = TradeoffChart()
+    qtbot.addWidget(chart)
+    chart.resize(360, chart.minimumSizeHint().height())
+    chart.show()
+    qtbot.wait(20)
+    for quality in (False, True):
+        chart.set_quality_available(quality)
+        qtbot.wait(20)
+        axis = chart.plot.getAxis("left")
+        assert axis.label.boundingRect().width() <= axis.geometry().height(), (axis.labelText, quality)
+
+
+def test_after_a_restart_the_chart_is_filled_from_the_history(qtbot, tiny):
+    from lantern_studio.gui.app import create_main_window
+
+    w = open_window(qtbot, tiny)
+    run_job(qtbot, w, "one")
+    run_job(qtbot, w, "two")
+    before = [(p.prompt, p.kind, p.tokens_per_forward, p.tokens_per_second) for p in w.chart.points]
+    w.close()
+    w2 = create_main_window(str(tiny))
+    qtbot.addWidget(w2)
+    qtbot.waitUntil(lambda: w2.model_info is not None, timeout=WAIT)
+    after = [(p.prompt, p.kind, p.tokens_per_forward, p.tokens_per_second) for p in w2.chart.points]
+    assert after == before and len(w2.chart.scatter.points()) == 2
+    w2.close()
+
+
+def test_dragging_the_picture_out_writes_what_export_writes(qtbot, tiny, tmp_path):
+    """The dragged PNG is scaled as Save scales it (×8 crisp by default; it used to be the ×1 picture)."""
+    from PIL import Image
+
+    w = open_window(qtbot, tiny)
+    _job, r = run_job(qtbot, w, "drag me")
+    h, wd = r.image.shape[:2]
+    dragged = w.canvas.view.mime_data().urls()[0].toLocalFile()
+    target = tmp_path / "saved.png"
+    assert w.save_as(str(target)) == target
+    with Image.open(dragged) as a, Image.open(target) as b:
+        assert a.size == b.size == (8 * wd, 8 * h)
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    # a race lane drags out its own half, at the same size
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
+    vanilla, _current = w.compare()
+    qtbot.waitUntil(lambda: w.race.race_button.isEnabled(), timeout=WAIT)
+    w.race.stop()
+    lane = w.race.lanes["vanilla"].view.mime_data().urls()[0].toLocalFile()
+    with Image.open(lane) as img:
+        assert img.size == (8 * wd, 8 * h) and img.text["parameters"].startswith("drag me")
+        assert (np.asarray(img)[::8, ::8] == w.race.pair.vanilla.result.image).all()

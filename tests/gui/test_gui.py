@@ -32,7 +32,7 @@ def slow(tmp_path_factory):
 def test_generate_fills_canvas_and_writes_history(qtbot, tiny):
     w = open_window(qtbot, tiny)
     frames = []
-    w.jobs.frame.connect(frames.append)
+    w.jobs.answers.frame.connect(frames.append)
     job, r = run_job(qtbot, w)
     total = w.model_info.grid ** 2
     assert w.canvas.progress.maximum() == total and w.canvas.progress.value() == total
@@ -97,7 +97,7 @@ def test_controls_prevent_invalid_combinations(qtbot, tiny):
 def test_frames_are_throttled_and_the_finished_picture_always_sent(qtbot, tiny):
     w = open_window(qtbot, tiny)
     frames = []
-    w.jobs.frame.connect(frames.append)
+    w.jobs.answers.frame.connect(frames.append)
     w.jobs.worker.max_fps = 1e-3  # one frame per 1000 s: the first step's, then only the finished picture
     job, r = run_job(qtbot, w)
     assert [f.final for f in frames] == [False, True] and frames[0].n_fixed == 1
@@ -116,8 +116,8 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow, monkeypatch):
 
     on_steps(monkeypatch, hook)
     seen, cancelled = [], []
-    w.jobs.frame.connect(lambda f: seen.append(f.n_fixed))
-    w.jobs.job_cancelled.connect(cancelled.append)
+    w.jobs.answers.frame.connect(lambda f: seen.append(f.n_fixed))
+    w.jobs.answers.job_cancelled.connect(cancelled.append)
     w.controls.set_prompt("a slow one")
     w.activateWindow()
     w.controls.prompt.setFocus()
@@ -180,16 +180,16 @@ def test_compare_and_chart(qtbot, tiny):
     assert vanilla.settings.with_(drafter=current.settings.drafter) == current.settings  # same seed, sampling
     assert w.stats.last_speedup is not None and "Speed-up" in w.stats.speedup_label.text()
     pts = w.chart.points
-    assert len(pts) == 2 and pts[0].x == pytest.approx(1.0) and pts[1].baseline
-    assert "speed-up" in w.chart.plot.getAxis("bottom").labelText
+    assert len(pts) == 2 and pts[0].vanilla and pts[1].speedup == pytest.approx(w.stats.last_speedup)
+    assert w.chart.plot.getAxis("bottom").labelText == "tokens per target forward"
     # readable axes from 0 with room above the largest point, and no SI-prefix scaling
     (x0, x1), (y0, y1) = w.chart.plot.getViewBox().viewRange()
-    assert -0.05 * x1 < x0 < 0 and x1 >= max(2.0, max(p.x for p in pts)) and -0.06 * y1 < y0 < 0
+    assert -0.05 * x1 < x0 < 0 and x1 >= max(2.0, max(p.tokens_per_forward for p in pts)) and -0.06 * y1 < y0 < 0
     assert w.chart.plot.getAxis("left").autoSIPrefixScale == 1.0
     # hover names the settings; a click loads the prompt and settings back into the controls
     spots = w.chart.scatter.points()
     tip = w.chart._tip(0, 0, spots[1].data())
-    assert f"seed {current.settings.seed}" in tip and current.settings.drafter in tip
+    assert f"seed {current.settings.seed}" in tip and current.settings.drafter in tip and "faster than its vanilla" in tip
     w.controls.set_prompt("something else")
     w.controls.set_settings(current.settings.with_(seed=current.settings.seed + 7, drafter="none"))
     w.chart.scatter.sigClicked.emit(w.chart.scatter, [spots[1]], None)
@@ -284,7 +284,7 @@ def test_worker_exception_becomes_banner(qtbot, tiny, monkeypatch):
     monkeypatch.setattr(pipe, "decoding", boom)
     w.controls.set_prompt("this fails")
     failed = []
-    w.jobs.job_failed.connect(lambda job, msg: failed.append(msg))
+    w.jobs.answers.job_failed.connect(lambda job, msg: failed.append(msg))
     w.generate()
     qtbot.waitUntil(lambda: bool(failed), timeout=WAIT)
     assert "boom in the engine" in w.banner.text() and "RuntimeError" in w.banner.text()
@@ -432,7 +432,7 @@ def test_enter_generates_shift_enter_is_a_new_line_and_esc_stops_both_halves_of_
     qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
     # Esc during a Compare cancels the vanilla half that runs and the LANTERN half that waits
     cancelled = []
-    w.jobs.job_cancelled.connect(cancelled.append)
+    w.jobs.answers.job_cancelled.connect(cancelled.append)
     vanilla, current = w.compare()
     qtbot.waitUntil(lambda: w.jobs.current is not None and w.jobs.current.id == vanilla.id, timeout=WAIT)
     w.cancel()
@@ -450,18 +450,24 @@ def test_window_title_menus_and_counts_read_as_a_person_expects(qtbot, tiny):
 
 
 def test_the_chart_x_axis_has_one_unit(qtbot, tiny):
-    """Before any vanilla run x is tokens per forward; once a run has its vanilla run x is the speed-up, and a
-    run without one waits off the chart (a triangle at 6.5 tokens/forward beside circles at 2.9× read as faster)."""
+    """x is tokens per target forward before and after a Compare (it used to turn into the speed-up after the
+    first Compare and take the runs without a vanilla run off the chart); every run stays drawn."""
     w = open_window(qtbot, tiny)
     _job, lone = run_job(qtbot, w, "no baseline")
     assert w.chart.plot.getAxis("bottom").labelText == "tokens per target forward"
-    assert len(w.chart.scatter.points()) == 1 and not w.chart.points[0].baseline
+    first = w.chart.scatter.points()[0]
+    where, shape = (first.pos().x(), first.pos().y()), first.symbol()
     w.controls.set_prompt("with baseline")
     vanilla, current = w.compare()
     qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == current.id, timeout=WAIT)
-    assert w.chart.plot.getAxis("bottom").labelText == "speed-up vs vanilla (×)"
-    assert len(w.chart.scatter.points()) == 2 and w.chart.unplaced == 1  # vanilla at 1× and the LANTERN run
-    assert "1 without a vanilla run" in w.chart.key_label.text()
+    assert w.chart.plot.getAxis("bottom").labelText == "tokens per target forward"
+    spots = w.chart.scatter.points()
+    assert len(spots) == 3 and (spots[0].pos().x(), spots[0].pos().y()) == where and spots[0].symbol() == shape
+    from lantern_studio.gui.chart import SYMBOLS
+
+    assert [p.kind for p in w.chart.points][1] == "vanilla" and spots[1].symbol() == "s"  # ■: by how it decoded
+    assert [s.symbol() for s in spots] == [SYMBOLS[p.kind] for p in w.chart.points]
+    assert "without a vanilla run" not in w.chart.key_label.text()
 
 
 def test_a_history_click_restores_that_runs_numbers_too(qtbot, tiny):
@@ -539,6 +545,7 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     assert clipped_texts(w) == []
     assert overlapping_siblings(w) == []
     canvas, gallery = w.canvas.size(), w.gallery.size()
+    views, canvas_view = w.views.size(), w.single_view.size()
     w.show_error("model: a long message that wraps over more than one line at the smaller sizes " * 3)
     qtbot.wait(20)
     assert w.banner.isVisible() and (w.canvas.size(), w.gallery.size()) == (canvas, gallery)
@@ -546,14 +553,17 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     w.controls.set_prompt("compare me")
     w.controls.set_settings(w.controls.settings().with_(drafter="jacobi"))
     assert w.compare() is not None, w.banner.text()
-    qtbot.waitUntil(lambda: not w._compare and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.studio.pairs and not w.jobs.busy, timeout=WAIT)
     qtbot.wait(20)
-    assert (w.canvas.size(), w.gallery.size(), (w.width(), w.height())) == (canvas, gallery, size)
-    w.replay.play()
+    # the race takes the canvas's place, at the canvas's size; the rest of the window does not move
+    assert w.race.isVisible() and w.race.size() == canvas_view
+    assert (w.views.size(), w.gallery.size(), (w.width(), w.height())) == (views, gallery, size)
+    assert all(lane.view.width() >= 96 and lane.view.height() >= 96 for lane in w.race.lanes.values())
+    w.race.play()
     qtbot.wait(60)
-    assert (w.canvas.size(), w.gallery.size()) == (canvas, gallery)
-    w.replay.stop()
-    assert clipped_texts(w) == []
+    assert (w.views.size(), w.gallery.size()) == (views, gallery)
+    w.race.stop()
+    assert clipped_texts(w) == [] and overlapping_siblings(w) == []
 
 
 def _mean_opaque_lightness(icon) -> float:

@@ -104,32 +104,84 @@ def test_play_runs_on_the_clock_at_the_chosen_speed(qtbot, tiny):
     assert np.array_equal(w.canvas.image, w.finished_image)
 
 
-def test_compare_replays_side_by_side_on_one_clock(qtbot, tiny):
-    from lantern_studio.gui.stats_panel import COMPARE_SLOWMO
+def test_compare_races_two_full_canvases_live_then_on_one_clock(qtbot, tiny, monkeypatch):
+    """Issue 35: Compare is a race. While each half decodes its own full-size canvas fills live (vanilla on
+    the left, LANTERN on the right; the old Compare drew both halves in the one canvas and showed 80-px
+    thumbnails); once both are done the race replays on one clock, each lane at its own recorded pace, so
+    the faster lane finishes first; a plain Generate brings the single canvas back."""
+    from lantern_studio.gui.state.compare import LANTERN, VANILLA
 
     w = open_window(qtbot, tiny)
     w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
+    w.controls.set_settings(w.controls.settings().with_(k=3, delta=0.5))
+    w.resize(1400, 880)
+    lanes = w.race.lanes
+    live = {VANILLA: [], LANTERN: []}  # the frames each lane was handed while its half ran
+    real = w.race.show_frame
+    w.race.show_frame = lambda side, f: (live[side].append((f.job_id, lanes[side].isVisible())), real(side, f))
     w.controls.set_prompt("compare me")
     vanilla, current = w.compare()
-    qtbot.waitUntil(lambda: w.stats.replay_button.isEnabled(), timeout=WAIT)
-    panel = w.stats
+    qtbot.waitUntil(lambda: w.race.race_button.isEnabled(), timeout=WAIT)
+    assert w.views.currentWidget() is w.race and w.race.isVisible() and not w.canvas.isVisible()
+    # two canvases side by side, each as large as half the column, not thumbnails
+    left, right = lanes[VANILLA].view.geometry(), lanes[LANTERN].view.geometry()
+    assert lanes[VANILLA].mapTo(w.race, left.topRight()).x() < lanes[LANTERN].mapTo(w.race, right.topLeft()).x()
+    assert min(left.width(), right.width()) >= 0.4 * w.race.width() / 2 and left.height() >= 200
+    # each lane was drawn, on screen, with its own half's frames only
+    assert {job for job, _ in live[VANILLA]} == {vanilla.id} and {job for job, _ in live[LANTERN]} == {current.id}
+    assert all(shown for side in live for _, shown in live[side])
+    # labels, clocks and tokens/forward; the ratio
+    assert lanes[VANILLA].title.text() == "vanilla" and lanes[LANTERN].title.text() == "LANTERN"
+    pair = w.race.pair
+    assert pair.vanilla.job is vanilla and pair.lantern.job is current
+    assert f"{pair.speedup:.2f}× faster than vanilla" in w.race.ratio.text()
+    assert "Speed-up" in w.stats.speedup_label.text() and w.stats.last_speedup == pytest.approx(pair.speedup)
+    # the race replay started by itself; drive its clock by hand
+    assert w.race.playing
     clock = FakeClock()
-    panel.clock = clock
-    rv, rc = (p.recording for p in panel._pair)
+    w.race.clock = clock
+    w.race.play()
+    race = w.race.race
+    rv, rc = pair.vanilla.result.recording, pair.lantern.result.recording
     assert rv.steps > rc.steps  # vanilla: one token a step
-    panel.replay_compare()
-    t = rc.elapsed[rc.steps // 2]  # recorded seconds: the current run is half-way through its steps
-    clock.t += t * COMPARE_SLOWMO
-    panel._replay_tick()
-    texts = [label.text() for label in panel.compare_texts]
-    assert texts[0].startswith("vanilla") and texts[1].startswith("current")
-    for text, rec in zip(texts, (rv, rc)):  # both at the same moment of their own recorded decode
+    mid = rc.steps // 2  # recorded seconds: the LANTERN run half-way through its steps, between two of them
+    t = (rc.elapsed[mid - 1] + rc.elapsed[mid]) / 2
+    clock.t += t * race.slowmo
+    w.race._tick()
+    for side, rec in ((VANILLA, rv), (LANTERN, rc)):  # both at the same moment of their own recorded decode
         step = rec.step_at(t)
-        fixed = rec.fixed[step] if step >= 0 else 0
-        assert f"{fixed}/{rec.total} tokens" in text or (step == rec.steps - 1 and "done" in text), text
-    clock.t += (max(rv.duration, rc.duration) + 1) * COMPARE_SLOWMO
-    panel._replay_tick()
-    assert not panel.replay_timer.isActive() and "fwd" in panel.compare_texts[0].text()
+        assert lanes[side].progress.value() == (rec.fixed[step] if step >= 0 else 0)
+        assert lanes[side].clock.text() == f"{min(t, rec.duration):.2f} s"
+    assert "tokens/forward" in lanes[LANTERN].rate.text()
+    # the faster lane finishes first: at its own wall time the other is still going
+    clock.t = 100.0 + (rc.duration + 1e-6) * race.slowmo
+    w.race._tick()
+    faster, slower = (LANTERN, VANILLA) if rc.duration < rv.duration else (VANILLA, LANTERN)
+    assert lanes[faster].progress.format().startswith("finished first") and w.race.playing
+    assert lanes[slower].progress.value() < lanes[slower].progress.maximum()
+    clock.t = 100.0 + race.replay_seconds + 1.0
+    w.race._tick()
+    assert not w.race.playing and all(lane.progress.value() == lane.progress.maximum() for lane in lanes.values())
+    assert np.array_equal(lanes[LANTERN].image, pair.lantern.result.image)
+    # a plain Generate: the single canvas is back
+    run_job(qtbot, w, "alone")
+    assert w.views.currentWidget() is w.single_view and w.canvas.isVisible() and not w.race.isVisible()
+
+
+def test_after_a_compare_the_narrow_window_brings_the_results_forward(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    w.resize(760, 560)
+    qtbot.wait(20)
+    assert w.narrow
+    w.side_tabs.setCurrentIndex(0)  # the settings tab, as when a person presses Compare
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
+    w.controls.set_prompt("compare me")
+    w.compare()
+    qtbot.waitUntil(lambda: w.race.race_button.isEnabled(), timeout=WAIT)
+    qtbot.wait(20)
+    assert w.side_tabs.currentWidget() is w.right_scroll and w.stats.compare_box.isVisible()
+    assert w.race.isVisible() and all(lane.view.width() >= 96 for lane in w.race.lanes.values())
+    assert (w.width(), w.height()) == (760, 560)
 
 
 events = st.lists(st.tuples(st.integers(1, 5), st.integers(0, 3), st.floats(0, 0.5)), min_size=1, max_size=30)
@@ -275,16 +327,17 @@ def test_moving_the_slider_of_an_odd_history_row_never_raises(qtbot, tiny, case)
     assert w.canvas.progress.value() == 2
 
 
-def test_a_side_by_side_replay_that_does_not_fit_stops_and_says_why(qtbot, tiny):
+def test_a_race_replay_that_does_not_fit_stops_and_says_why(qtbot, tiny):
     w = open_window(qtbot, tiny)
     w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
     w.controls.set_prompt("compare me")
     w.compare()
-    qtbot.waitUntil(lambda: w.stats.replay_button.isEnabled(), timeout=WAIT)
-    panel = w.stats
-    vanilla, current = panel._pair
-    panel._pair = (vanilla, dataclasses.replace(current, image=current.image[:, : current.image.shape[1] // 2]))
-    panel.replay_compare()
-    assert not panel.replay_timer.isActive() and not panel.replay_button.isEnabled()
-    assert "side-by-side replay cannot be shown" in w.banner.text()
-    assert [t.text().split("\n")[0] for t in panel.compare_texts] == ["vanilla", "current"]
+    qtbot.waitUntil(lambda: w.race.race_button.isEnabled(), timeout=WAIT)
+    race = w.race
+    race.stop()
+    current = race.pair.lantern.result
+    race.pair.lantern.result = dataclasses.replace(current, image=current.image[:, : current.image.shape[1] // 2])
+    race.play()
+    assert not race.playing and not race.race_button.isEnabled() and not race.pair.can_race
+    assert "race replay cannot be shown" in w.banner.text()
+    assert [lane.title.text() for lane in race.lanes.values()] == ["vanilla", "LANTERN"]

@@ -35,7 +35,7 @@ def run_job(qtbot, w, prompt="a red heart"):
 def record_started(w) -> list:
     """Every job the window's queue starts, in order (the window keeps no such list itself)."""
     started: list = []
-    w.jobs.job_started.connect(started.append)
+    w.jobs.answers.job_started.connect(started.append)
     return started
 
 

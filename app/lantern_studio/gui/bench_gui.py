@@ -119,8 +119,8 @@ def cancel_runs(w, runs: int, cancel_after: float = 0.15) -> dict:
         def on_frame(f, seen=seen):
             seen["n"] = f.n_fixed
 
-        w.jobs.job_cancelled.connect(on_cancel)
-        w.jobs.frame.connect(on_frame)
+        w.jobs.answers.job_cancelled.connect(on_cancel)
+        w.jobs.answers.frame.connect(on_frame)
         w.controls.new_seed.setChecked(False)  # the bench's own seeds
         w.controls.seed.setValue(200 + i)
         job = w.generate()
@@ -130,8 +130,8 @@ def cancel_runs(w, runs: int, cancel_after: float = 0.15) -> dict:
         t0 = time.perf_counter()
         w.cancel()
         _wait(lambda: done["t"] is not None or (w.last_result is not None and w.last_result.job.id == job.id), 60)
-        w.jobs.job_cancelled.disconnect(on_cancel)
-        w.jobs.frame.disconnect(on_frame)
+        w.jobs.answers.job_cancelled.disconnect(on_cancel)
+        w.jobs.answers.frame.disconnect(on_frame)
         if done["t"] is not None:
             latencies.append(done["t"] - t0)
             stopped_at.append(seen["n"])

@@ -48,7 +48,8 @@ class ImageView(QWidget):
         self.overlay = False
         self._press: Optional[QPoint] = None
         self.make_drag_file: Optional[Callable[[], Optional[Path]]] = None
-        self.setMinimumSize(96, 96)
+        self.least = QSize(96, 96)  # its minimum size at zoom "fit"
+        self.setMinimumSize(self.least)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setCursor(Qt.CursorShape.OpenHandCursor)
 
@@ -73,7 +74,7 @@ class ImageView(QWidget):
             s = int(self.zoom)
             self.setMinimumSize(self.qimage.width() * s, self.qimage.height() * s)
         else:
-            self.setMinimumSize(96, 96)
+            self.setMinimumSize(self.least)
         self.updateGeometry()
 
     def set_zoom(self, zoom) -> None:

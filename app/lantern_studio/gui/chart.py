@@ -1,20 +1,19 @@
-"""The trade-off chart: one point per finished run, coloured by δ.
+"""The trade-off chart: one point per finished run, coloured by δ, shaped by how it decoded.
 
-x = measured speed-up against the most recent vanilla run (drafter none) of the
-same prompt, seed and sampling settings when there is one (●), otherwise the
-run's tokens per target forward (▲); points are re-placed when a baseline
-arrives later. y = prompt fidelity in % (the studio's one quality measure,
-:mod:`lantern_studio.fidelity`) when the model has a recogniser, else the mean
-accepted length. Axes start at 0 with room above the largest value, so one
-point or a few read sensibly. Hover a point for its settings; click it to load
-its prompt and settings into the controls.
+What a point is and where it goes is the studio model's (:mod:`.state.tradeoff`): x = tokens per target
+forward, y = prompt fidelity in % (the studio's one quality measure, :mod:`lantern_studio.fidelity`) when
+the model has a recogniser, else the measured tokens per second. Neither axis changes meaning as runs
+arrive, and a point's marker (■ vanilla, ◆ exact speculative, ● LANTERN, ★ LANTERN++) never changes;
+a run's measured speed-up against its vanilla run (a Compare makes one) is in its tooltip. Axes start at
+0 with room above the largest value, so one point or a few read sensibly. Hover a point for its settings;
+click it to load its prompt and settings into the controls. After a restart the chart refills from the
+history (the window hands it the model's saved runs).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Iterable, List, Tuple
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Signal
@@ -23,34 +22,18 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from .. import fidelity
 from .jobs import JobResult
+from .state.studio import jsonable
+from .state.tradeoff import X_HELP, Y_SPEED_HELP, Tradeoff, TradeoffPoint, point_of
 
 CMAP = pg.colormap.get("viridis")
 LAMBDA_COLOUR = QColor(230, 120, 200)
-
-
-def sampling_key(model: str, prompt: str, s) -> Tuple:
-    return (model, prompt, s.seed, s.temperature, s.top_k, s.top_p, s.cfg_scale, s.greedy)
+SYMBOLS = {"vanilla": "s", "exact speculative": "d", "LANTERN": "o", "LANTERN++": "star"}  # by TradeoffPoint.kind
+KEY = "■ vanilla · ◆ exact · ● LANTERN · ★ LANTERN++"
 
 
 def delta_colour(delta: float) -> QColor:
     """δ on a square-root scale (matching the slider): small values stay distinguishable."""
     return CMAP.map(math.sqrt(max(0.0, min(1.0, delta))), mode="qcolor")
-
-
-@dataclass
-class Point:
-    key: Tuple
-    vanilla: bool
-    wall: float
-    tokens_per_forward: float
-    score: Optional[float]
-    delta: float
-    lam: Optional[float]
-    label: str
-    prompt: str = ""
-    settings: object = None  # the run's GenerationSettings (click loads them)
-    x: float = 0.0
-    baseline: bool = False
 
 
 def describe_settings(s) -> str:
@@ -80,10 +63,7 @@ class TradeoffChart(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.points: List[Point] = []
-        self.quality = False
-        self.hidden = 0  # runs not drawn (no quality score while y is the score)
-        self.unplaced = 0  # runs not drawn (no vanilla run of their own while x is the speed-up)
+        self.model = Tradeoff()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(4)
@@ -143,66 +123,53 @@ class TradeoffChart(QWidget):
             if isinstance(data, dict) and data.get("settings") is not None:
                 self.point_chosen.emit(data["prompt"], data["settings"])
 
+    @property
+    def points(self) -> List[TradeoffPoint]:
+        return self.model.points
+
+    @property
+    def quality(self) -> bool:
+        return self.model.quality
+
+    @property
+    def hidden(self) -> int:
+        """Runs not drawn (no quality score while y is the score, or no measured speed)."""
+        return self.model.hidden
+
     def set_quality_available(self, on: bool) -> None:
-        self.quality = on
+        self.model.quality = bool(on)
         self._replot()
 
     def clear(self) -> None:
-        self.points.clear()
+        self.model.clear()
         self._replot()
 
-    def add_result(self, r: JobResult) -> Point:
-        s = r.job.settings
-        exact = s.drafter == "none" or s.k == 0
-        stats = r.stats
-        pt = Point(
-            key=sampling_key(r.model_name, r.job.prompt, s),
-            vanilla=s.drafter == "none",
-            wall=float(stats["wall_seconds"]),
-            tokens_per_forward=float(stats["mean_accepted_length"]),
-            score=r.score,
-            delta=0.0 if exact else float(s.delta),
-            lam=None if exact else s.lam,
-            label=r.job.label(),
-            prompt=r.job.prompt,
-            settings=s,
-        )
-        self.points.append(pt)
+    def add_result(self, r: JobResult) -> TradeoffPoint:
+        pt = point_of(jsonable(r.record()), r.job.label(), r.job.settings)
+        self.model.add(pt)
         self._replot()
         return pt
 
+    def add_records(self, records: Iterable[Tuple[dict, str]]) -> int:
+        """Runs from elsewhere (the saved history, oldest first): (record, label) each; those whose record
+        lacks the numbers are skipped. How many were added."""
+        pts = [p for p in (point_of(rec, label) for rec, label in records) if p is not None]
+        self.model.extend(pts)
+        self._replot()
+        return len(pts)
+
     def _replot(self) -> None:
-        latest: Dict[Tuple, Point] = {}
-        for p in self.points:
-            if p.vanilla:
-                latest[p.key] = p
         spots, xs, ys = [], [], []
-        self.hidden = self.unplaced = 0
-        # one unit on the x axis: speed-up as soon as any run has its vanilla run, and then the runs without
-        # one wait off the chart (counted in the key) until a Compare measures them; tokens/forward before that
-        speedup_axis = any(latest.get(p.key) is not None for p in self.points)
-        for p in self.points:
-            if self.quality and p.score is None:
-                self.hidden += 1  # no fidelity for this prompt: no y value in these units
-                continue
-            base = latest.get(p.key)
-            p.baseline = base is not None
-            if speedup_axis and base is None:
-                self.unplaced += 1
-                continue
-            p.x = base.wall / p.wall if base is not None and p.wall > 0 else p.tokens_per_forward
-            y = fidelity.percent(p.score) if self.quality else p.tokens_per_forward
-            xs.append(p.x)
-            ys.append(y)
+        for placed in self.model.placed():
+            p = placed.point
+            xs.append(placed.x)
+            ys.append(placed.y)
             colour = LAMBDA_COLOUR if p.lam is not None else delta_colour(p.delta)
-            how = f"speed-up {p.x:.2f}×" if p.baseline else f"{p.x:.2f} tokens/forward (no vanilla baseline)"
-            yq = (f"{fidelity.NAME} {fidelity.format_value(p.score)}" if self.quality
-                  else f"{p.tokens_per_forward:.2f} tokens/forward")
-            tip = f"{p.label}\n{describe_settings(p.settings)}\n{how} · {yq}\nclick: load these settings"
             spots.append({
-                "pos": (p.x, y), "brush": pg.mkBrush(colour), "pen": pg.mkPen("#e8e8ee", width=1),
-                "symbol": "o" if p.baseline else "t", "size": 13,
-                "data": {"tip": tip, "prompt": p.prompt, "settings": p.settings},
+                "pos": (placed.x, placed.y), "brush": pg.mkBrush(colour), "pen": pg.mkPen("#e8e8ee", width=1),
+                "symbol": SYMBOLS.get(p.kind, "o"), "size": 13,
+                "data": {"tip": self.model.tip(p, describe_settings(p.settings)), "prompt": p.prompt,
+                         "settings": p.settings},
             })
         self.scatter.setData(spots)
         x_top = axis_top(xs, 2.0)
@@ -213,18 +180,14 @@ class TradeoffChart(QWidget):
         self._relabel()
 
     def _relabel(self) -> None:
-        with_base = sum(1 for p in self.points if p.baseline)
-        xlabel = "speed-up vs vanilla (×)" if with_base else "tokens per target forward"
-        ylabel = f"{fidelity.NAME} ({fidelity.UNIT})" if self.quality else "mean accepted length (tokens/forward)"
-        self.plot.setLabel("bottom", xlabel)
-        self.plot.setLabel("left", ylabel)
-        self.plot.getAxis("left").setToolTip(fidelity.HELP if self.quality else
-                                             "tokens fixed per target forward, the prefill's included")
-        key = "● speed-up vs vanilla" if with_base else "▲ tokens per forward (no vanilla run yet)"
-        if self.unplaced:
-            key += f" · {self.unplaced} without a vanilla run (Compare places them)"
-        self.key_label.setText(key + (f" · {self.hidden} unscored" if self.hidden else ""))
-        self.key_label.setToolTip("● x = measured speed-up against the most recent vanilla run of the same prompt, "
-                                  "seed and sampling settings.\n▲ before any vanilla run: x = tokens per target "
-                                  "forward. Once one exists the axis is speed-up only, and runs without a vanilla "
-                                  "run of their own wait off the chart. Hover a point for its settings.")
+        m = self.model
+        self.plot.setLabel("bottom", m.x_label)
+        self.plot.setLabel("left", m.y_label)
+        self.plot.getAxis("bottom").setToolTip(X_HELP)
+        self.plot.getAxis("left").setToolTip(fidelity.HELP if self.quality else Y_SPEED_HELP)
+        hidden = m.hidden
+        self.key_label.setText(KEY + (f" · {hidden} unscored" if hidden and self.quality else
+                                      f" · {hidden} unmeasured" if hidden else ""))
+        self.key_label.setToolTip(f"{X_HELP}.\n{fidelity.HELP if self.quality else Y_SPEED_HELP}.\n"
+                                  "A point's shape says how it decoded; its tooltip gives the speed-up against its "
+                                  "vanilla run once a Compare has measured one. Hover a point for its settings.")

@@ -1,4 +1,5 @@
-"""The studio window: assembles the panels and routes the engine's events.
+"""The studio window: assembles the panels, forwards the engine's events to the studio model
+(:mod:`.state.studio`, no Qt) and redraws from what it says.
 
     ┌ controls ┬ canvas / export / queue ┬ stats · compare · chart ┐
     └──────────────────── history gallery ──────────────[ banner ]─┘
@@ -8,23 +9,24 @@ A window too narrow for three columns (``three_columns_width``) shows two: the c
 (stats, Compare, chart) become two tabs of one side column beside the canvas. Neither side column ever
 scrolls sideways: their contents elide or wrap to the column's width, and a column is never narrower than
 what it holds.
+
+The canvas column shows one of two views: the single canvas (a Generate, a history image) or, while a
+Compare runs and after it, the race (gui/race_view.py): vanilla and LANTERN on two canvases side by side.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 import numpy as np
 from PIL import Image
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget,
+    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from .. import fidelity
@@ -47,8 +49,12 @@ from .history_store import Entry, HistoryStore
 from .job_queue import JobQueue
 from .jobs import Frame, Job, JobResult, ModelInfo
 from .queue_view import QueueView
+from .race_view import RaceView
 from .replay import ReplayError, recording_of
 from .replay_bar import ReplayBar
+from .state.compare import VANILLA
+from .state.studio import RACE, SINGLE, Studio, jsonable
+from .state.tradeoff import MAX_HISTORY_POINTS
 from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
 
@@ -57,17 +63,12 @@ HISTORY_MIN_HEIGHT = 104  # at least: the history strip's search row and one row
 # HistoryGallery.least_height: the captioned cells may need more)
 FIRST_SIZE = QSize(1400, 880)  # the first window (no saved geometry): at most this big …
 FIRST_SHARE = 0.85  # … and this share of the screen's free area, centred in it
-_groups = itertools.count(1)
 # Generate ▸ Compiled decoding, until a person sets it: off, since the compile costs ~10-25 s at each model
 # load on a CPU (seconds once the compiler's disk cache holds it) and needs a C++ compiler
 COMPILED_DECODING_DEFAULT = False
 NEW_SEED_DEFAULT = True  # "New seed each Generate", until a person sets it: a new picture at every press
 
 _orphans: list = []  # job queues whose worker was still inside a model load at close: never destroyed
-
-
-def _jsonable(record: dict) -> dict:
-    return json.loads(json.dumps(record, default=str))
 
 
 def first_geometry(free: QRect, least: QSize) -> QRect:
@@ -98,18 +99,13 @@ class MainWindow(QMainWindow):
         data = Path(data_dir) if data_dir else app_data_dir()
         self.prefs = Preferences(data)
         self.store = HistoryStore(data)
-        self.jobs = JobQueue(self)
+        self.studio = Studio()  # the state and its rules; this window forwards events to it and redraws
+        self.jobs = JobQueue(self, self.studio.queue)
         self.model_info: Optional[ModelInfo] = None
-        self.finished_image: Optional[np.ndarray] = None  # what Save / Copy / drag export
-        self.finished_record: Optional[dict] = None
-        self.last_result: Optional[JobResult] = None
         self.last_entry: Optional[Entry] = None
-        self.shown_job_id: Optional[int] = None
-        self._compare: Dict[int, dict] = {}
         self._banner_topic = ""
         self._closed = False
         self._store_open = True
-        self._canvas_finished = False  # the canvas shows finished_image (not a partial one)
         # injectable dialogs (tests replace them)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_user(self, title, text)
         self.ask_save_path: Callable[[str], Optional[str]] = self._ask_save_path
@@ -122,6 +118,24 @@ class MainWindow(QMainWindow):
         self.jobs.load_model(self.model_spec)
         if self.store.notices:  # a damaged history was repaired at opening: say what happened
             self.show_error("\n".join(self.store.notices), topic="history", level="warning")
+
+    # ------------------------------------------------------------------ the model's state, read through
+    @property
+    def finished_image(self) -> Optional[np.ndarray]:
+        """What Save / Copy / drag export (the last finished picture, or the history image shown)."""
+        return self.studio.finished.image if self.studio.finished is not None else None
+
+    @property
+    def finished_record(self) -> Optional[dict]:
+        return self.studio.finished.record if self.studio.finished is not None else None
+
+    @property
+    def last_result(self) -> Optional[JobResult]:
+        return self.studio.last_result
+
+    @property
+    def shown_job_id(self) -> Optional[int]:
+        return self.studio.shown_job_id
 
     def set_compiled_decoding(self, on: bool) -> None:
         """Generate ▸ Compiled decoding: remembered, and applied to the loaded model between jobs."""
@@ -157,10 +171,20 @@ class MainWindow(QMainWindow):
         ml = QVBoxLayout(middle)
         ml.setContentsMargins(4, 0, 4, 0)
         ml.setSpacing(6)
+        # the canvas column's two views: the single canvas with its replay bar, and the Compare race
+        self.views = QStackedWidget()
+        self.single_view = QWidget()
+        sl = QVBoxLayout(self.single_view)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(6)
         self.canvas = Canvas()
-        ml.addWidget(self.canvas, 1)
+        sl.addWidget(self.canvas, 1)
         self.replay = ReplayBar()
-        ml.addWidget(self.replay)
+        sl.addWidget(self.replay)
+        self.views.addWidget(self.single_view)
+        self.race = RaceView()
+        self.views.addWidget(self.race)
+        ml.addWidget(self.views, 1)
         self.export_bar = ExportBar()
         ml.addWidget(self.export_bar)
         self.queue_view = QueueView()
@@ -212,6 +236,8 @@ class MainWindow(QMainWindow):
         self.status_model = QLabel()
         self.statusBar().addPermanentWidget(self.status_model)
         self.canvas.view.make_drag_file = self._drag_file
+        for side, lane in self.race.lanes.items():
+            lane.view.make_drag_file = lambda side=side: self._drag_lane_file(side)
         self.resize(FIRST_SIZE)  # until _restore places it: a saved geometry, or first_geometry on this screen
 
     def _fit_columns(self) -> None:
@@ -312,6 +338,7 @@ class MainWindow(QMainWindow):
         c.model_chosen.connect(self._model_chosen)
         c.new_seed.toggled.connect(lambda on: self.prefs.set_json("new_seed_each_generate", bool(on)))
         self.canvas.overlay.toggled.connect(self.overlay_action.setChecked)
+        self.canvas.overlay.toggled.connect(self.race.set_overlay)
         self.export_bar.save_requested.connect(lambda: self.save_as())
         self.export_bar.copy_requested.connect(self.copy_image)
         self.queue_view.cancel_requested.connect(self.cancel)
@@ -319,9 +346,9 @@ class MainWindow(QMainWindow):
         self.gallery.entry_activated.connect(self.restore_entry)
         self.chart.point_chosen.connect(self.load_point)
         self.replay.step_shown.connect(self._replay_step)
-        self.stats.replay_failed.connect(lambda text: self.show_error(text, topic="history"))
-        q = self.jobs
-        q.queue_changed.connect(self._queue_changed)
+        self.race.replay_failed.connect(lambda text: self.show_error(text, topic="history"))
+        self.jobs.queue_changed.connect(self._queue_changed)
+        q = self.jobs.answers  # after the queue's own bookkeeping: its state is current when these run
         q.model_loading.connect(self._model_loading)
         q.model_status.connect(self._model_status)
         q.model_ready.connect(self._model_ready)
@@ -360,6 +387,7 @@ class MainWindow(QMainWindow):
         self.jobs.set_compiled(compiled)  # before the model load asked for next: it compiles as it loads
         self.canvas.set_zoom(p.get_json("zoom", "fit"))
         self.canvas.set_overlay(bool(p.get_json("overlay", False)))
+        self.race.set_overlay(self.canvas.overlay.isChecked())
         self.export_bar.set_choice(p.get_json("export_factor", DEFAULT_FACTOR) or DEFAULT_FACTOR,
                                    p.get_json("export_method", DEFAULT_METHOD))
         geom = p.get_bytes("geometry")
@@ -430,8 +458,9 @@ class MainWindow(QMainWindow):
         loading = self.jobs.loading is not None
         if not self.jobs.shutdown(timeout_ms=300 if loading else 30000):
             _orphans.append(self.jobs)  # still inside a model load: never destroy a running QThread
-        # deliver what the worker sent before it stopped (a job that finished just now still gets its history row)
-        QCoreApplication.sendPostedEvents(self.jobs, QEvent.Type.MetaCall)
+        # deliver what the worker sent before it stopped (a job that finished just now still gets its history
+        # row): its answers are queued to the job queue, to this window and to plain callables, in one order
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.MetaCall)
         self.store.close()
         self._store_open = False
         shutil.rmtree(cache_dir() / "drag", ignore_errors=True)
@@ -510,9 +539,10 @@ class MainWindow(QMainWindow):
         if not self._settings_restored:
             self.controls.set_settings(info.defaults)
             self._settings_restored = True
-        if changed:
-            self.chart.clear()
         self.chart.set_quality_available(info.has_score)
+        if changed:  # this model's runs: the saved ones (a restart keeps the chart), then this session's
+            self.chart.clear()
+            self._chart_from_history(info.name)
         self.setWindowTitle(info.name)  # Qt appends the application's display name: "emoji-64 — Lantern Studio"
         steps = {"eager": "", "compiled": " · compiled"}.get(info.steps, " · eager (compiling failed)")
         self.status_model.setText(f"{info.name} · {info.grid}×{info.grid} tokens · V={info.vocab_size} · "
@@ -525,6 +555,13 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Model {info.name} ready", 4000)
         if self._banner_topic == "model":
             self.banner.dismiss()
+
+    def _chart_from_history(self, model_name: str) -> None:
+        if not self._store_open:  # the window closed while the model was still loading
+            return
+        runs = [e for e in self.store.entries(limit=4 * MAX_HISTORY_POINTS) if e.model == model_name]
+        runs = runs[:MAX_HISTORY_POINTS][::-1]  # the newest, oldest first
+        self.chart.add_records((e.record, f"history: “{e.prompt}” (seed {e.settings.get('seed')})") for e in runs)
 
     def _model_failed(self, spec, message: str) -> None:
         self.model_info = None
@@ -555,13 +592,15 @@ class MainWindow(QMainWindow):
         self.controls.remember_prompt(prompt)
         if self._banner_topic == "input":
             self.banner.dismiss()
-        job = self.jobs.submit(prompt, s)
+        job = self.studio.submit(prompt, s, self.jobs.model_spec)
+        self.jobs.changed()
         if self.jobs.loading:  # it runs as soon as the model is ready: say why it waits
             self.canvas.set_status(f"Generate is queued: waiting for the model ({self.jobs.loading})")
             self.statusBar().showMessage(f"#{job.id} queued: the model is still getting ready ({self.jobs.loading})")
         return job
 
     def compare(self) -> Optional[tuple]:
+        """Vanilla, then the current settings, on one prompt and seed: a race in the canvas column."""
         s = self._checked_settings()
         if s is None:
             return None
@@ -573,52 +612,65 @@ class MainWindow(QMainWindow):
         self._settings_restored = True
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
-        group = next(_groups)
-        self._compare[group] = {}
-        a = self.jobs.submit(prompt, s.with_(drafter="none"), "compare-vanilla", group)
-        b = self.jobs.submit(prompt, s, "compare-current", group)
-        return a, b
+        pair = self.studio.submit_compare(prompt, s, self.jobs.model_spec)
+        self.jobs.changed()
+        return pair.vanilla.job, pair.lantern.job
 
     def cancel(self) -> None:
-        job = self.jobs.cancel_current()
-        if job is not None:
-            self.statusBar().showMessage(f"Cancelling #{job.id}…")
-            if job.group is not None:  # a Compare is one request: Esc stops both halves
-                for other in self.jobs.pending_in_group(job.group):
-                    self.jobs.cancel_job(other)
-                self._compare.pop(job.group, None)
-                self.statusBar().showMessage(f"Cancelling the Compare (#{job.id} and its pair)…")
-        self._queue_changed()
+        stopped = self.studio.cancel()
+        if len(stopped) > 1 or (stopped and stopped[0].group is not None):  # a Compare is one request
+            self.statusBar().showMessage(f"Cancelling the Compare (#{stopped[0].id} and its pair)…")
+        elif stopped:
+            self.statusBar().showMessage(f"Cancelling #{stopped[0].id}…")
+        self.jobs.changed()
 
     def cancel_all(self) -> None:
-        self.jobs.cancel_all()
+        self.studio.cancel_all()
+        self.jobs.changed()
         self.statusBar().showMessage("Cancelled all jobs")
 
     def _queue_changed(self) -> None:
-        self.queue_view.update_from(self.jobs)
+        self.queue_view.update_from(self.studio.queue)
+
+    def _show_view(self, view: str) -> None:
+        """The canvas column's view: the single canvas, or the race of a Compare."""
+        self.views.setCurrentWidget(self.race if view == RACE else self.single_view)
+        if view == SINGLE:
+            self.race.stop()
+
+    def _total(self) -> int:
+        return self.model_info.grid ** 2 if self.model_info else 0
 
     def _job_started(self, job: Job) -> None:
-        self.shown_job_id = job.id
-        self._canvas_finished = False
-        self.replay.load(None, None)
-        total = self.model_info.grid ** 2 if self.model_info else 0
-        self.canvas.start(total)
+        target = self.studio.started(job)
+        self._show_view(target.view)
+        total = self._total()
+        if target.view == RACE:
+            if target.lane == VANILLA or self.race.pair is not self.studio.race:
+                self.race.start(self.studio.race, total)
+            self.race.lane_started(target.lane, total)
+        else:
+            self.replay.load(None, None)
+            self.canvas.start(total)
         self.stats.start(job)
         self.statusBar().showMessage(f"Generating {job.label()}…")
         self._queue_changed()
 
     def _frame(self, f: Frame) -> None:
-        if f.job_id != self.shown_job_id:
+        target = self.studio.target_of(f)
+        if target is None:
             return
-        self.canvas.show_frame(f)
+        if target.view == RACE:
+            self.race.show_frame(target.lane, f)
+        else:
+            self.canvas.show_frame(f)
         self.stats.update_live(f)
 
     def _job_finished(self, r: JobResult) -> None:
-        record = _jsonable(r.record())
-        self.last_result = r
-        self.finished_image, self.finished_record = r.image, record
-        self._canvas_finished = r.job.id == self.shown_job_id
-        if self._canvas_finished:
+        record = jsonable(r.record())
+        on_lane = self.studio.shows_race_lane(r.job)
+        pair = self.studio.job_finished(r, record)
+        if self.studio.canvas_finished:
             self.replay.load(r.recording, r.decisions)
         if not self._store_open:
             return
@@ -630,30 +682,47 @@ class MainWindow(QMainWindow):
         self.stats.show_result(r)
         self.chart.add_result(r)
         s = r.stats
-        self.canvas.set_status(f"done · %v / %m tokens · {target_forwards(s['target_forwards'])} target forwards · "
-                               f"{s['wall_seconds']:.2f} s")
+        done = f"done · %v / %m tokens · {target_forwards(s['target_forwards'])} target forwards · " \
+               f"{s['wall_seconds']:.2f} s"
+        if on_lane:
+            half = self.studio.race.half(r.job.id)
+            self.race.lanes[half.side].set_state(done)
+        else:
+            self.canvas.set_status(done)
         self.statusBar().showMessage(f"Done #{r.job.id} in {s['wall_seconds']:.2f} s", 6000)
         if r.warning:
             self.show_error(r.warning, topic="score", level="warning")
-        if r.job.group in self._compare:
-            pair = self._compare[r.job.group]
-            pair["vanilla" if r.job.role == "compare-vanilla" else "current"] = r
-            if len(pair) == 2:
-                self.stats.show_compare(pair["vanilla"], pair["current"])
-                del self._compare[r.job.group]
+        if pair is not None:
+            self.stats.show_compare(pair)
+            if self.studio.race is pair:
+                self.race.pair_done(pair)
+            if self.narrow:  # the ratio is on the Results tab: bring it forward
+                self.side_tabs.setCurrentWidget(self.right_scroll)
+                self.right_scroll.ensureWidgetVisible(self.stats.compare_box)
+
+    def _job_ended(self, job: Job, how: str) -> Optional[object]:
+        """A job was cancelled or failed: the stats and the canvas (or its race lane) say so."""
+        on_lane = self.studio.shows_race_lane(job)
+        pair = self.studio.job_ended(job, how.lower())
+        if job.id == self.shown_job_id:
+            progress = self.race.lanes[self.studio.race.half(job.id).side].progress if on_lane \
+                else self.canvas.progress
+            if how == "Cancelled":
+                self.stats.stopped(job, how, progress.value(), progress.maximum())
+            else:
+                self.stats.stopped(job, how)
+            if not on_lane:
+                self.canvas.set_status("cancelled at %v / %m tokens" if how == "Cancelled" else "failed")
+        if pair is not None and self.studio.race is pair:
+            self.race.pair_stopped(pair)
+        return pair
 
     def _job_cancelled(self, job: Job) -> None:
-        self._compare.pop(job.group, None)
-        if job.id == self.shown_job_id:
-            self.canvas.set_status("cancelled at %v / %m tokens")
-            self.stats.stopped(job, "Cancelled", self.canvas.progress.value(), self.canvas.progress.maximum())
+        self._job_ended(job, "Cancelled")
         self.statusBar().showMessage(f"Cancelled #{job.id}", 6000)
 
     def _job_failed(self, job: Job, message: str) -> None:
-        self._compare.pop(job.group, None)
-        if job.id == self.shown_job_id:
-            self.canvas.set_status("failed")
-            self.stats.stopped(job, "Failed")
+        self._job_ended(job, "Failed")
         if self.model_info is None:  # the model itself failed to load: keep the way out on offer
             self.show_error(f"Generation #{job.id} failed: {message}", topic="model", actions=self._model_actions())
         else:
@@ -672,7 +741,7 @@ class MainWindow(QMainWindow):
             return
         self.canvas.show_frame(frame)
         self.stats.update_live(frame, fidelity.of_record(self.finished_record or {}))
-        self._canvas_finished = frame.final
+        self.studio.canvas_finished = frame.final
         if frame.final:
             self.canvas.set_status(f"replay: done · %v / %m tokens · {target_forwards(frame.target_forwards)} target forwards")
         else:
@@ -709,11 +778,10 @@ class MainWindow(QMainWindow):
         except (OSError, RecordError, Image.DecompressionBombError) as err:
             self.show_error(f"{e.path}: could not be read ({err})", topic="history")
             return
-        self.shown_job_id = None
+        self.studio.show_history(image, e.record)
+        self._show_view(SINGLE)
         self.canvas.show_image(image, e.decisions)
-        self.finished_image, self.finished_record = image, e.record
         self.stats.show_record(e.record, e.decisions, f"From the history · seed {e.settings.get('seed')}")
-        self._canvas_finished = True
         recording = recording_of(e.record)
         ok = recording is not None and e.decisions is not None and e.decisions.size == recording.total \
             and image.shape[0] % int(round(recording.total ** 0.5)) == 0
@@ -766,14 +834,27 @@ class MainWindow(QMainWindow):
         return True
 
     def _drag_file(self) -> Optional[Path]:
-        """A PNG for dragging out: the finished image with its record, else the partial picture."""
-        folder = Path(tempfile.mkdtemp(prefix="drag-", dir=self._drag_dir()))
-        if self.finished_image is not None and self._canvas_finished:
-            name = slug(self.finished_record.get("prompt", "lantern")) + ".png"
-            return save_png(folder / name, self.finished_image, self.finished_record, overwrite=True)
+        """A PNG for dragging out: the finished image with its record, else the partial picture; scaled as
+        Save scales it (the export bar's factor and filter: ×8 crisp until a person picks another)."""
+        if self.finished_image is not None and self.studio.canvas_finished:
+            return self._drag_png(self.finished_image, self.finished_record)
         if self.canvas.image is not None:
-            return save_png(folder / "lantern-partial.png", self.canvas.image, {"partial": True}, overwrite=True)
+            return self._drag_png(self.canvas.image, None)
         return None
+
+    def _drag_lane_file(self, side: str) -> Optional[Path]:
+        """Dragging a race lane out: that half's finished picture, else its partial one."""
+        done = self.studio.show_lane_result(side)
+        if done is not None:
+            return self._drag_png(done.image, done.record)
+        image = self.race.lanes[side].image
+        return self._drag_png(image, None) if image is not None else None
+
+    def _drag_png(self, image: np.ndarray, record: Optional[dict]) -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="drag-", dir=self._drag_dir()))
+        name = slug(record.get("prompt", "lantern")) + ".png" if record else "lantern-partial.png"
+        return save_png(folder / name, image, record if record else {"partial": True}, overwrite=True,
+                        factor=self.export_bar.factor_value(), method=self.export_bar.method_value())
 
     @staticmethod
     def _drag_dir() -> Path:

@@ -8,12 +8,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QListWidgetItem, QPushB
                                QWidget)
 
 from .elided_label import ElidedLabel
-from .job_queue import JobQueue
-
-
-def ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
+from .state.queue import QueueState
 
 
 class QueueView(QWidget):
@@ -51,35 +46,19 @@ class QueueView(QWidget):
         if getattr(self, "_jobs", None) is not None:
             self.update_from(self._jobs)
 
-    def update_from(self, jobs: JobQueue | None) -> None:
+    def update_from(self, jobs) -> None:
+        """Redraw from the queue's state (a QueueState, or the JobQueue that holds one; None: empty)."""
         self._jobs = jobs
+        state = getattr(jobs, "state", jobs) if jobs is not None else QueueState()
+        summary = state.summary()
         self.list.clear()
-        current = jobs.current if jobs is not None else None
-        pending = list(jobs.pending) if jobs is not None else []
-        loading = jobs.loading if jobs is not None else None
-        rows = []
-        if current is not None:
-            if current.cancel_requested:
-                state = "cancelling…"
-            elif loading:
-                state = f"waiting for the model ({loading.rstrip('…')})"  # the job starts once it is ready
-            else:
-                state = "running"
-            rows.append(f"▶ {state}: {current.label()}")
-        for i, job in enumerate(pending, 1):
-            rows.append(f"{i}. waiting, {ordinal(i)} in line: {job.label()}")
         fm = self.list.fontMetrics()
         width = max(80, self.list.viewport().width() - 12)
-        for text in rows:
+        for text in summary.rows:
             item = QListWidgetItem(fm.elidedText(text, Qt.TextElideMode.ElideRight, width))
             item.setToolTip(text)
             item.setData(Qt.ItemDataRole.UserRole, text)
             self.list.addItem(item)
-        if current is None and not pending:
-            self.title.setText("Queue: idle" if not loading else f"Queue: idle · model {loading}")
-        elif loading:
-            self.title.setText(f"Queue: {len(pending) + (current is not None)} waiting for the model ({loading})")
-        else:
-            self.title.setText(f"Queue: {1 if current else 0} running, {len(pending)} waiting")
-        self.cancel_button.setEnabled(current is not None)
-        self.cancel_all_button.setEnabled(current is not None or bool(pending))
+        self.title.setText(summary.title)
+        self.cancel_button.setEnabled(summary.can_cancel)
+        self.cancel_all_button.setEnabled(summary.can_cancel_all)

@@ -1,26 +1,18 @@
-"""Live numbers of the running job, and the side-by-side Compare result."""
+"""Live numbers of the running job, and the Compare result in words (the race itself is in the canvas
+column: gui/race_view.py)."""
 
 from __future__ import annotations
 
-import time
 from typing import Optional
 
-import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QPixmap
-from PySide6.QtWidgets import (
-    QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
 
 from .. import fidelity
 from ..export import target_forwards
-from . import theme
-from .canvas import to_qimage
 from .elided_label import ElidedLabel
 from .jobs import Frame, JobResult
-from .replay import ReplayError
-
-COMPARE_SLOWMO = 10.0  # the side-by-side replay runs this many times slower than the recorded decodes
+from .state.compare import ComparePair, Half
 VALUE_ROOM = "16384 / 16384"  # each number's room in the grid; a longer one ends in "…" (its tooltip: all of it)
 
 FIELDS = (
@@ -45,8 +37,6 @@ def _fmt(v, spec: str, unit: str = "") -> str:
 
 
 class StatsPanel(QWidget):
-    replay_failed = Signal(str)  # the side-by-side replay stopped: why (the window shows it)
-
     def __init__(self, parent=None):
         super().__init__(parent)
         lay = QVBoxLayout(self)
@@ -78,47 +68,22 @@ class StatsPanel(QWidget):
         grid.addWidget(self.run_label, len(FIELDS), 0, 1, 2)
         lay.addWidget(box)
 
-        self.compare_box = QGroupBox("Compare: vanilla vs current")
+        self.compare_box = QGroupBox("Compare: vanilla vs LANTERN")
         cl = QVBoxLayout(self.compare_box)
-        pics = QHBoxLayout()
-        self.compare_images = []
         self.compare_texts = []
-        for title in ("vanilla", "current"):
-            col = QVBoxLayout()
-            pic = QLabel()
-            pic.setFixedSize(80, 80)
-            pic.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            pic.setFrameShape(QFrame.Shape.StyledPanel)
+        for title in ("vanilla", "LANTERN"):
             text = QLabel(title)
             text.setObjectName("muted")
-            text.setAlignment(Qt.AlignmentFlag.AlignCenter)
             text.setWordWrap(True)
-            col.addWidget(pic, 0, Qt.AlignmentFlag.AlignHCenter)
-            col.addWidget(text)
-            pics.addLayout(col)
-            self.compare_images.append(pic)
+            cl.addWidget(text)
             self.compare_texts.append(text)
-        cl.addLayout(pics)
-        self.speedup_label = QLabel("Compare measures the speed-up\non this prompt and seed.")
+        self.speedup_label = QLabel("Compare races vanilla against the current settings\non this prompt and seed.")
         self.speedup_label.setObjectName("speedup")
         self.speedup_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.speedup_label.setWordWrap(True)
         cl.addWidget(self.speedup_label)
-        self.replay_button = QPushButton("Replay side by side")
-        self.replay_button.setIcon(theme.glyph_icon("play"))
-        self.replay_button.setToolTip(f"Both decodes again on one clock, slowed {COMPARE_SLOWMO:g}×: "
-                                      "the speed difference as you would see it")
-        self.replay_button.setEnabled(False)
-        self.replay_button.clicked.connect(self.replay_compare)
-        cl.addWidget(self.replay_button)
         lay.addWidget(self.compare_box)
         self.last_speedup: Optional[float] = None
-        self._pair: tuple = ()
-        self.clock = time.perf_counter  # injectable (tests drive time by hand)
-        self._replay_t0 = 0.0
-        self.replay_timer = QTimer(self)
-        self.replay_timer.setInterval(16)
-        self.replay_timer.timeout.connect(self._replay_tick)
 
     def _set(self, tokens=None, total=None, tps=None, forwards=None, mal=None, relaxed=None, wall=None, score=None):
         v = self.values
@@ -179,65 +144,17 @@ class StatsPanel(QWidget):
             note += f" · {fidelity.NAME} {fidelity.format_value(r.score)}"
         self._note(note, r.job.label())
 
-    def _thumb(self, pic: QLabel, image) -> None:
-        pic.setPixmap(QPixmap.fromImage(to_qimage(image)).scaled(
-            pic.size(), Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.FastTransformation))
-
-    def _compare_text(self, r: JobResult) -> str:
+    @staticmethod
+    def _compare_text(half: Half) -> str:
+        r = half.result
         s = r.stats
-        name = "vanilla" if r.job.settings.drafter == "none" else "current"
-        return (f"{name}\n{s['wall_seconds']:.2f} s · {target_forwards(s['target_forwards'])} fwd"
-                + ("" if r.score is None else f"\n{fidelity.NAME} {fidelity.format_value(r.score)}"))
+        return (f"{half.name}: {s['wall_seconds']:.2f} s · {target_forwards(s['target_forwards'])} fwd"
+                + ("" if r.score is None else f" · {fidelity.NAME} {fidelity.format_value(r.score)}"))
 
-    def show_compare(self, vanilla: JobResult, current: JobResult) -> float:
-        self.replay_timer.stop()
-        self._pair = (vanilla, current)
-        for pic, text, r in zip(self.compare_images, self.compare_texts, self._pair):
-            self._thumb(pic, r.image)
-            text.setText(self._compare_text(r))
-        self.replay_button.setEnabled(all(r.recording is not None and r.recording.steps for r in self._pair))
-        sv, sc = vanilla.stats, current.stats
-        speedup = sv["wall_seconds"] / sc["wall_seconds"] if sc["wall_seconds"] > 0 else float("nan")
-        fwd = target_forwards(sv["target_forwards"]) / target_forwards(sc["target_forwards"])
-        same = np.array_equal(vanilla.image, current.image)
-        self.speedup_label.setText(f"Speed-up {speedup:.2f}× (wall time)\n{fwd:.2f}× fewer target forwards"
-                                   + (" · identical images" if same else ""))
-        self.last_speedup = speedup
-        return speedup
-
-    # ------------------------------------------------------------------ side-by-side replay
-    def replay_compare(self) -> None:
-        """Replay the Compare pair on one clock: each thumbnail shows its decode as it stood at the same moment."""
-        if len(self._pair) != 2:
-            return
-        self._replay_t0 = self.clock()
-        self.replay_timer.start()
-        self._replay_tick()
-
-    def _replay_tick(self) -> None:
-        try:
-            self._replay_frames()
-        except ReplayError as e:  # a recording that does not fit its image: stop, keep the finished pair shown
-            self.replay_timer.stop()
-            self.replay_button.setEnabled(False)
-            for pic, text, r in zip(self.compare_images, self.compare_texts, self._pair):
-                self._thumb(pic, r.image)
-                text.setText(self._compare_text(r))
-            self.replay_failed.emit(f"The side-by-side replay cannot be shown: {e}")
-
-    def _replay_frames(self) -> None:
-        t = (self.clock() - self._replay_t0) / COMPARE_SLOWMO
-        done = True
-        for pic, text, r in zip(self.compare_images, self.compare_texts, self._pair):
-            rec = r.recording
-            step = min(rec.step_at(t), rec.steps - 1)
-            frame = rec.frame(step, r.image, r.decisions)
-            self._thumb(pic, frame.image)
-            name = "vanilla" if r.job.settings.drafter == "none" else "current"
-            state = "done" if step >= rec.steps - 1 else f"{frame.n_fixed}/{frame.total} tokens"
-            text.setText(f"{name}\n{min(t, rec.duration):.2f} s · {state}")
-            done = done and step >= rec.steps - 1
-        if done:
-            self.replay_timer.stop()
-            for text, r in zip(self.compare_texts, self._pair):
-                text.setText(self._compare_text(r))
+    def show_compare(self, pair: ComparePair) -> float:
+        """A finished Compare's numbers: each half's time and forwards, the ratio."""
+        for text, half in zip(self.compare_texts, pair.halves):
+            text.setText(self._compare_text(half))
+        self.speedup_label.setText(pair.summary())
+        self.last_speedup = pair.speedup
+        return pair.speedup

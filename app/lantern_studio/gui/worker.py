@@ -1,7 +1,7 @@
 """The engine worker: a QObject living in its own QThread that owns the pipeline.
 
 The GUI talks to it only through queued signals (see :mod:`.job_queue`); it
-answers with signals carrying private copies (numpy arrays it will never touch
+answers through :class:`Answers`, signals that live in the GUI thread, carrying private copies (numpy arrays it will never touch
 again). A job runs through the pipeline's own ``generate``, whose step events
 feed the live view: partial images are decoded here and emitted at most ~30
 times a second — less when decoding a frame is itself slow, so that painting
@@ -63,7 +63,11 @@ def _style_previews(pipe) -> Optional[dict]:
             if (folder / "styles" / f"{s}.png").is_file()}
 
 
-class Worker(QObject):
+class Answers(QObject):
+    """What the worker says, declared once. The object lives in the GUI thread (the job queue makes it
+    and hands it to the worker), so everything connected to it runs there, queued in emission order,
+    whatever thread emits: the worker emits these from its own thread."""
+
     model_loading = Signal(object)  # spec
     model_status = Signal(object, str)  # spec, what the load is doing now ("loading text encoder…")
     model_ready = Signal(object)  # ModelInfo
@@ -74,8 +78,11 @@ class Worker(QObject):
     job_cancelled = Signal(object)  # Job
     job_failed = Signal(object, str)  # Job, message
 
-    def __init__(self):
+
+class Worker(QObject):
+    def __init__(self, answers: Optional[Answers] = None):
         super().__init__()
+        self.answers = answers if answers is not None else Answers()
         self.pipeline = None
         self.spec: Optional[str] = None
         self._loaded_spec = object()  # sentinel: nothing loaded
@@ -91,16 +98,16 @@ class Worker(QObject):
         if not self._threads_set:
             _limit_threads()
             self._threads_set = True
-        self.model_loading.emit(spec)
-        self.model_status.emit(spec, "loading weights…")
+        self.answers.model_loading.emit(spec)
+        self.answers.model_status.emit(spec, "loading weights…")
         pipe = load_pipeline(spec)
         if self.warm:
             # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
-            pipe.warm_up(lambda message: self.model_status.emit(spec, message))
+            pipe.warm_up(lambda message: self.answers.model_status.emit(spec, message))
         if self.compiled:
-            pipe.compile_steps(progress=lambda message: self.model_status.emit(spec, message))
+            pipe.compile_steps(progress=lambda message: self.answers.model_status.emit(spec, message))
         self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
-        self.model_ready.emit(self.info())
+        self.answers.model_ready.emit(self.info())
         return pipe
 
     def info(self) -> ModelInfo:
@@ -124,15 +131,15 @@ class Worker(QObject):
             return
         try:
             if self.compiled:
-                p.compile_steps(progress=lambda message: self.model_status.emit(self.spec, message))
+                p.compile_steps(progress=lambda message: self.answers.model_status.emit(self.spec, message))
             else:
                 p.decode_eagerly()
         except Exception as e:  # noqa: BLE001 - compiling falls back to eager inside; anything else is a banner
             traceback.print_exc(file=sys.stderr)
             p.decode_eagerly()
-            self.model_failed.emit(self.spec, f"compiled decoding failed: {e}")
+            self.answers.model_failed.emit(self.spec, f"compiled decoding failed: {e}")
             return
-        self.model_ready.emit(self.info())
+        self.answers.model_ready.emit(self.info())
 
     @Slot(object)
     def load_model(self, spec):
@@ -142,34 +149,34 @@ class Worker(QObject):
             self.pipeline, self._loaded_spec = None, object()
             if not isinstance(e, (CheckpointError, OSError, ValueError)):
                 traceback.print_exc(file=sys.stderr)
-            self.model_failed.emit(spec, f"{e}")
+            self.answers.model_failed.emit(spec, f"{e}")
 
     # ------------------------------------------------------------------ jobs
     @Slot(object)
     def run_job(self, job: Job):
-        self.job_started.emit(job)
+        self.answers.job_started.emit(job)
         if job.cancel_requested:
-            self.job_cancelled.emit(job)
+            self.answers.job_cancelled.emit(job)
             return
         try:
             try:
                 pipe = self._ensure(job.model)
             except Exception as e:  # noqa: BLE001
                 self.pipeline, self._loaded_spec = None, object()
-                self.model_failed.emit(job.model, f"{e}")
+                self.answers.model_failed.emit(job.model, f"{e}")
                 raise
             result = self._decode(pipe, job)
         except (PromptError, SettingsError, CheckpointError) as e:
-            self.job_failed.emit(job, str(e))
+            self.answers.job_failed.emit(job, str(e))
             return
         except Exception as e:  # noqa: BLE001
             traceback.print_exc(file=sys.stderr)
-            self.job_failed.emit(job, f"{type(e).__name__}: {e}")
+            self.answers.job_failed.emit(job, f"{type(e).__name__}: {e}")
             return
         if result is None:
-            self.job_cancelled.emit(job)
+            self.answers.job_cancelled.emit(job)
         else:
-            self.job_finished.emit(result)
+            self.answers.job_finished.emit(result)
 
     def _decode(self, pipe, job: Job) -> Optional[JobResult]:
         view = _LiveView(self, pipe, job)
@@ -227,6 +234,6 @@ class _LiveView:
         ev = self.event
         f = Frame(self.job.id, np.array(image, dtype=np.uint8, copy=True), self.decisions.copy(), ev.n_fixed,
                   ev.total, ev.target_forwards, ev.drafter_forwards, ev.elapsed, final)
-        self.worker.frame.emit(f)
+        self.worker.answers.frame.emit(f)
         self.shown = f
         return f

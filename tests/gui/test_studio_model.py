@@ -1,0 +1,254 @@
+"""The studio model under the window (gui/state/): the queue's order and cancel rules, the Compare pairs,
+the race replay's one clock and the trade-off chart's axes, driven as plain Python — no QApplication,
+no worker thread, no model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lantern_studio.engine.settings import GenerationSettings
+from lantern_studio.gui.jobs import Frame, JobResult
+from lantern_studio.gui.replay import Recording
+from lantern_studio.gui.state.compare import LANTERN, VANILLA, ComparePair, method_name
+from lantern_studio.gui.state.queue import QueueState, ordinal
+from lantern_studio.gui.state.race import MAX_SLOWMO, RACE_SECONDS, Race, lane_at, slowmo_for
+from lantern_studio.gui.state.studio import RACE, SINGLE, Studio, jsonable
+from lantern_studio.gui.state.tradeoff import X_LABEL, Y_QUALITY_LABEL, Y_SPEED_LABEL, Tradeoff, point_of
+
+APP = Path(__file__).resolve().parents[2] / "app"
+LANTERN_SETTINGS = GenerationSettings(drafter="jacobi", k=3, delta=0.2, seed=7)
+
+
+def recording(steps, per_step: int, dt: float, total: int = 16) -> Recording:
+    rec = Recording(total)
+    for i in range(steps):
+        n = min(total, (i + 1) * per_step)
+        rec.fixed.append(n)
+        rec.target.append(i + 1)
+        rec.drafter.append(0)
+        rec.elapsed.append((i + 1) * dt)
+    rec.order = list(range(rec.fixed[-1]))
+    return rec
+
+
+def result(job, wall: float, forwards: int, rec=None, image=None) -> JobResult:
+    image = np.zeros((8, 8, 3), np.uint8) if image is None else image
+    stats = {"wall_seconds": wall, "target_forwards": forwards, "mean_accepted_length": 16 / (forwards + 1),
+             "tokens": 16, "tokens_per_second": 16 / wall}
+    return JobResult(job, image, np.zeros(16, np.int64), np.zeros(16, np.uint8), stats, "", "m", recording=rec)
+
+
+def frame(job, n: int = 4) -> Frame:
+    return Frame(job.id, np.zeros((8, 8, 3), np.uint8), np.zeros(16, np.uint8), n, 16, n, 0, 0.1)
+
+
+# ------------------------------------------------------------------------------------------- no Qt
+
+
+def test_importing_the_model_imports_no_qt():
+    code = ("import sys\nimport lantern_studio.gui.state.studio, lantern_studio.gui.state.race, "
+            "lantern_studio.gui.state.tradeoff\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'qasync', "
+            "'pyqtgraph')))")
+    env = {**os.environ, "PYTHONPATH": str(APP), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------------------------------- the queue
+
+
+def test_the_queue_hands_out_one_job_at_a_time_in_order():
+    studio = Studio()
+    q = studio.queue
+    a, b, c = (studio.submit(p, LANTERN_SETTINGS, None) for p in "abc")
+    assert [q.position(j) for j in (a, b, c)] == [1, 2, 3] and q.busy
+    assert q.take_next() is a and q.take_next() is None  # one runs: nothing more is handed out
+    assert [q.position(j) for j in (a, b, c)] == [0, 1, 2]
+    assert q.cancel(c.id) is c and q.position(c) is None
+    assert q.ended(a) and q.take_next() is b
+    assert not q.ended(a)  # not the running one any more
+    summary = q.summary()
+    assert summary.title == "Queue: 1 running, 0 waiting" and summary.rows[0].startswith("▶ running: #")
+    assert q.ended(b) and not q.busy and q.summary().title == "Queue: idle"
+    q.stopped = True
+    q.add(studio.submit("d", LANTERN_SETTINGS, None))
+    assert q.take_next() is None  # shut down
+
+
+def test_the_queue_says_what_waits_for_the_model():
+    q = QueueState()
+    q.loading = "warming up the decoder…"
+    assert q.summary().title == "Queue: idle · model warming up the decoder…"
+    studio = Studio()
+    studio.queue.loading = "loading weights…"
+    job = studio.submit("x", LANTERN_SETTINGS, None)
+    studio.queue.take_next()
+    studio.submit("y", LANTERN_SETTINGS, None)
+    s = studio.queue.summary()
+    assert s.title == "Queue: 2 waiting for the model (loading weights…)"
+    assert s.rows[0].startswith("▶ waiting for the model (loading weights): #") and "2nd in line" not in s.rows[1]
+    job.cancel()
+    assert studio.queue.summary().rows[0].startswith("▶ cancelling…")
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 111)] == \
+        ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "111th"]
+
+
+def test_esc_stops_both_halves_of_a_compare_and_nothing_else():
+    studio = Studio()
+    before = studio.submit("before", LANTERN_SETTINGS, None)
+    pair = studio.submit_compare("race", LANTERN_SETTINGS, None)
+    after = studio.submit("after", LANTERN_SETTINGS, None)
+    q = studio.queue
+    assert q.take_next() is before
+    assert studio.cancel() == [before]  # a plain job: only itself
+    q.ended(before)
+    assert q.take_next() is pair.vanilla.job
+    stopped = studio.cancel()
+    assert stopped == [pair.vanilla.job, pair.lantern.job]
+    assert pair.vanilla.job.cancel_requested and q.position(pair.lantern.job) is None
+    assert q.position(after) == 1 and pair.group not in studio.pairs and pair.lantern.state == "cancelled"
+    q.ended(pair.vanilla.job)
+    assert q.take_next() is after
+    # Shift+Esc: everything goes, and no pair is left waiting for halves that will never run
+    waiting = studio.submit_compare("never", LANTERN_SETTINGS, None)
+    studio.cancel_all()
+    assert after.cancel_requested and not q.pending and waiting.group not in studio.pairs
+
+
+# ------------------------------------------------------------------------------------------- Compare
+
+
+def test_a_compare_is_two_halves_of_one_seed_and_knows_which_is_which():
+    studio = Studio()
+    pair = studio.submit_compare("race", LANTERN_SETTINGS, "tiny")
+    v, l = pair.vanilla.job, pair.lantern.job
+    assert (v.settings.drafter, l.settings) == ("none", LANTERN_SETTINGS) and v.group == l.group == pair.group
+    assert v.settings.with_(drafter="jacobi") == l.settings and v.model == l.model == "tiny"
+    assert (pair.half(v.id).side, pair.half(l.id).side) == (VANILLA, LANTERN) and pair.half(-1) is None
+    assert (pair.vanilla.name, pair.lantern.name) == ("vanilla", "LANTERN")
+    assert method_name(LANTERN_SETTINGS.with_(k=0)) == "exact speculative"
+    assert method_name(LANTERN_SETTINGS.with_(lam=1.5)) == "LANTERN++"
+    # the window follows the halves in the race view, each in its own lane
+    studio.queue.take_next()
+    assert studio.started(v).view == RACE and studio.started(v).lane == VANILLA
+    assert studio.target_of(frame(v)).lane == VANILLA and studio.target_of(frame(l)) is None
+    assert studio.job_finished(result(v, 2.0, 16), {}) is None and pair.speedup is None
+    assert studio.started(l).lane == LANTERN and studio.target_of(frame(l)).lane == LANTERN
+    done = studio.job_finished(result(l, 0.5, 4), {})
+    assert done is pair and pair.complete and pair.group not in studio.pairs and studio.race is pair
+    assert pair.speedup == pytest.approx(4.0) and pair.forwards_ratio == pytest.approx(17 / 5)
+    assert pair.identical and "Speed-up 4.00×" in pair.summary() and "identical images" in pair.summary()
+    # a plain Generate brings the single canvas back
+    single = studio.submit("plain", LANTERN_SETTINGS, None)
+    assert studio.started(single).view == SINGLE and studio.view == SINGLE
+    assert studio.target_of(frame(single)).view == SINGLE
+
+
+def test_a_failed_half_stops_its_pair():
+    studio = Studio()
+    pair = studio.submit_compare("race", LANTERN_SETTINGS, None)
+    studio.started(pair.vanilla.job)
+    assert studio.job_ended(pair.vanilla.job, "failed") is pair
+    assert pair.stopped and not pair.complete and pair.lantern.state == "cancelled"
+    assert studio.job_ended(studio.submit("x", LANTERN_SETTINGS, None), "failed") is None
+
+
+def test_a_history_image_is_shown_on_the_single_canvas_finished():
+    studio = Studio()
+    image = np.ones((8, 8, 3), np.uint8)
+    studio.show_history(image, {"prompt": "old"})
+    assert studio.view == SINGLE and studio.shown_job_id is None and studio.canvas_finished
+    assert studio.finished.image is image and studio.finished.record == {"prompt": "old"}
+    assert jsonable({"a": Path("x"), "b": (1, 2)}) == {"a": "x", "b": [1, 2]}
+
+
+# ------------------------------------------------------------------------------------------- the race
+
+
+def test_the_race_runs_both_lanes_on_one_clock_and_the_faster_finishes_first():
+    vanilla = recording(16, 1, 0.1)  # 1.6 s: one token a step
+    lantern = recording(4, 4, 0.1)  # 0.4 s: four tokens a step
+    race = Race.of(vanilla, lantern)
+    assert race.slowmo == pytest.approx(RACE_SECONDS / 1.6) and race.replay_seconds == pytest.approx(RACE_SECONDS)
+    # the same recorded moment in both lanes: 0.35 s into each decode
+    v, l = race.at(0.35 * race.slowmo)
+    assert (v.step, v.n_fixed, l.step, l.n_fixed) == (2, 3, 2, 12) and v.seconds == l.seconds == pytest.approx(0.35)
+    assert l.tokens_per_forward == pytest.approx(12 / 4) and v.tokens_per_forward == pytest.approx(3 / 4)
+    v, l = race.at(0.45 * race.slowmo)
+    assert l.done and not v.done and race.winner == LANTERN
+    assert l.seconds == pytest.approx(0.4)  # its clock stops at its own wall time
+    assert not race.done(0.45 * race.slowmo) and race.done(race.replay_seconds)
+    assert race.at(-1)[0].step == -1 and race.at(-1)[0].n_fixed == 0
+    assert "slowed" in race.describe()
+    assert Race.of(lantern, lantern).winner is None
+
+
+def test_one_slow_motion_factor_never_speeds_up_and_has_a_ceiling():
+    assert slowmo_for(10.0, 2.0) == 1.0  # a slow decode plays in real time
+    assert slowmo_for(1e-9) == MAX_SLOWMO
+    assert slowmo_for(0.0, 0.0) == 1.0
+    rec = recording(3, 2, 0.5)
+    assert lane_at(rec, 99).done and lane_at(rec, 99).seconds == pytest.approx(1.5)
+
+
+def test_a_pair_races_only_with_both_recordings():
+    studio = Studio()
+    pair = studio.submit_compare("race", LANTERN_SETTINGS, None)
+    studio.job_finished(result(pair.vanilla.job, 1.0, 16, recording(16, 1, 0.06)), {})
+    studio.job_finished(result(pair.lantern.job, 0.3, 4), {})
+    assert pair.complete and not pair.can_race
+    pair.lantern.result.recording = recording(4, 4, 0.075)
+    assert pair.can_race
+    pair.replayable = False
+    assert not pair.can_race
+    assert isinstance(ComparePair.of(1, pair.vanilla.job, pair.lantern.job).halves, tuple)
+
+
+# ------------------------------------------------------------------------------------------- the chart
+
+
+def record(drafter="jacobi", k=3, wall=1.0, tpf=2.0, tps=100.0, score=None, prompt="p", seed=1):
+    rec = {"prompt": prompt, "model": "m", "stats": {"wall_seconds": wall, "mean_accepted_length": tpf,
+                                                     "tokens_per_second": tps},
+           "settings": GenerationSettings(drafter=drafter, k=k, seed=seed).to_dict()}
+    if score is not None:
+        rec["prompt_fidelity"] = score
+    return json.loads(json.dumps(rec))
+
+
+def test_the_chart_axes_keep_their_meaning_and_markers_their_shape():
+    chart = Tradeoff()
+    lone = point_of(record(tpf=3.0, prompt="lone"), "lone")
+    chart.add(lone)
+    before = [(p.point.kind, p.x, p.y) for p in chart.placed()]
+    assert chart.x_label == X_LABEL == "tokens per target forward" and chart.y_label == Y_SPEED_LABEL
+    # a Compare's vanilla run and its LANTERN half: the axes keep their meaning, every point stays drawn
+    chart.add(point_of(record(drafter="none", k=0, wall=2.0, tpf=1.0, tps=50.0), "vanilla"))
+    chart.add(point_of(record(wall=0.5, tpf=4.0, tps=200.0), "lantern"))
+    assert chart.x_label == X_LABEL and chart.y_label == Y_SPEED_LABEL
+    placed = [(p.point.kind, p.x, p.y) for p in chart.placed()]
+    assert placed[0] == before[0]  # the first point did not move nor change shape
+    assert placed == [("LANTERN", 3.0, 100.0), ("vanilla", 1.0, 50.0), ("LANTERN", 4.0, 200.0)]
+    assert chart.points[2].speedup == pytest.approx(4.0) and lone.speedup is None  # in the tooltip only
+    assert "4.00× faster than its vanilla run" in chart.tip(chart.points[2], "")
+    chart.quality = True
+    assert chart.y_label == Y_QUALITY_LABEL and chart.placed() == [] and chart.hidden == 3  # no scores
+
+
+def test_chart_points_come_from_records_and_a_bad_record_is_skipped():
+    p = point_of(record(score=0.5), "h")
+    assert p.score == 0.5 and p.settings.k == 3 and p.kind == "LANTERN"
+    assert point_of({"stats": {}}, "x") is None
+    assert point_of({"stats": {"wall_seconds": 1, "mean_accepted_length": 2}, "settings": "nonsense"}, "x") is None
+    assert point_of({"stats": {"wall_seconds": True, "mean_accepted_length": 2}}, "x") is None
+    assert point_of(["not", "a", "dict"], "x") is None
+    assert point_of(record(drafter="none", k=0), "v").kind == "vanilla"
