@@ -289,6 +289,17 @@ RECIPE_V3 = [
     "lantern-studio train ship --card-only --gpt RUNS/v4-C-flat-google/gpt.safetensors --vq PARTS/vq/vq.safetensors \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json \\",
     "    --bench-json docs/bench-common-emoji64-v4-1.json",
+    "# the widening run begun (not shipped): all five styles (8,178 images) from the v4.1 weights, lr 5e-4 on a",
+    "# cosine over 3000 steps, 1 thread beside other work, no validation while it ran:",
+    "lantern-studio train ar --condition class --repertoire everyday --vq resources/models/emoji-64/vq.safetensors \\",
+    "    --grow-from resources/models/emoji-64/gpt.safetensors --init-from resources/models/emoji-64/gpt.safetensors \\",
+    "    --start-step 0 --layers 6 --dim 256 --heads 8 --steps 3000 --lr 5e-4 --warmup 50 --dropout 0 --bf16 \\",
+    "    --threads 1 --eval-every 500 --log-every 25 --checkpoint-seconds 180 --shifts none --run RUNS/v4-D-all",
+    "#   stopped by SIGTERM at step 436 (1,700 s; training loss 1.02); the same command with --export wrote",
+    "#   snapshots/emoji-64-ar-v4-1-all-step436.safetensors (fp16, sha256",
+    "#   4a5fc8dc244efac26d298359a7d5b326d99c836e19e8cef687e8486a36fd0c8d); to continue on a new machine: that command",
+    "#   with a new --run folder, --init-from the snapshot and --start-step 436 (keep --grow-from for the class order);",
+    "#   judge it per style with train validate --style S before shipping it (ship only the styles that hold)",
 ]
 
 DRAWS_WELL_V3 = """## What it draws well (and what not yet)
