@@ -79,10 +79,34 @@ class Answers(QObject):
     job_failed = Signal(object, str)  # Job, message
 
 
+class _Outbox:
+    """The worker's side of :class:`Answers`: an answer to a window that has closed (its Answers
+    object deleted while a load or a decode was still running in this thread) is dropped, not raised."""
+
+    def __init__(self, answers: Answers):
+        self._answers = answers
+
+    def __getattr__(self, name: str):
+        signal = getattr(self._answers, name)
+        return _Quiet(signal)
+
+
+class _Quiet:
+    def __init__(self, signal):
+        self._signal = signal
+
+    def emit(self, *args) -> None:
+        try:
+            self._signal.emit(*args)
+        except RuntimeError:  # "Signal source has been deleted": nobody is listening any more
+            pass
+
+
 class Worker(QObject):
     def __init__(self, answers: Optional[Answers] = None):
         super().__init__()
         self.answers = answers if answers is not None else Answers()
+        self._out = _Outbox(self.answers)
         self.pipeline = None
         self.spec: Optional[str] = None
         self._loaded_spec = object()  # sentinel: nothing loaded
@@ -98,16 +122,16 @@ class Worker(QObject):
         if not self._threads_set:
             _limit_threads()
             self._threads_set = True
-        self.answers.model_loading.emit(spec)
-        self.answers.model_status.emit(spec, "loading weights…")
+        self._out.model_loading.emit(spec)
+        self._out.model_status.emit(spec, "loading weights…")
         pipe = load_pipeline(spec)
         if self.warm:
             # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
-            pipe.warm_up(lambda message: self.answers.model_status.emit(spec, message))
+            pipe.warm_up(lambda message: self._out.model_status.emit(spec, message))
         if self.compiled:
-            pipe.compile_steps(progress=lambda message: self.answers.model_status.emit(spec, message))
+            pipe.compile_steps(progress=lambda message: self._out.model_status.emit(spec, message))
         self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
-        self.answers.model_ready.emit(self.info())
+        self._out.model_ready.emit(self.info())
         return pipe
 
     def info(self) -> ModelInfo:
@@ -131,15 +155,15 @@ class Worker(QObject):
             return
         try:
             if self.compiled:
-                p.compile_steps(progress=lambda message: self.answers.model_status.emit(self.spec, message))
+                p.compile_steps(progress=lambda message: self._out.model_status.emit(self.spec, message))
             else:
                 p.decode_eagerly()
         except Exception as e:  # noqa: BLE001 - compiling falls back to eager inside; anything else is a banner
             traceback.print_exc(file=sys.stderr)
             p.decode_eagerly()
-            self.answers.model_failed.emit(self.spec, f"compiled decoding failed: {e}")
+            self._out.model_failed.emit(self.spec, f"compiled decoding failed: {e}")
             return
-        self.answers.model_ready.emit(self.info())
+        self._out.model_ready.emit(self.info())
 
     @Slot(object)
     def load_model(self, spec):
@@ -149,34 +173,34 @@ class Worker(QObject):
             self.pipeline, self._loaded_spec = None, object()
             if not isinstance(e, (CheckpointError, OSError, ValueError)):
                 traceback.print_exc(file=sys.stderr)
-            self.answers.model_failed.emit(spec, f"{e}")
+            self._out.model_failed.emit(spec, f"{e}")
 
     # ------------------------------------------------------------------ jobs
     @Slot(object)
     def run_job(self, job: Job):
-        self.answers.job_started.emit(job)
+        self._out.job_started.emit(job)
         if job.cancel_requested:
-            self.answers.job_cancelled.emit(job)
+            self._out.job_cancelled.emit(job)
             return
         try:
             try:
                 pipe = self._ensure(job.model)
             except Exception as e:  # noqa: BLE001
                 self.pipeline, self._loaded_spec = None, object()
-                self.answers.model_failed.emit(job.model, f"{e}")
+                self._out.model_failed.emit(job.model, f"{e}")
                 raise
             result = self._decode(pipe, job)
         except (PromptError, SettingsError, CheckpointError) as e:
-            self.answers.job_failed.emit(job, str(e))
+            self._out.job_failed.emit(job, str(e))
             return
         except Exception as e:  # noqa: BLE001
             traceback.print_exc(file=sys.stderr)
-            self.answers.job_failed.emit(job, f"{type(e).__name__}: {e}")
+            self._out.job_failed.emit(job, f"{type(e).__name__}: {e}")
             return
         if result is None:
-            self.answers.job_cancelled.emit(job)
+            self._out.job_cancelled.emit(job)
         else:
-            self.answers.job_finished.emit(result)
+            self._out.job_finished.emit(result)
 
     def _decode(self, pipe, job: Job) -> Optional[JobResult]:
         view = _LiveView(self, pipe, job)
