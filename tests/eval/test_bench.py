@@ -449,3 +449,44 @@ def test_compile_adds_compiled_twins_that_say_they_ran_compiled(tiny_dir, tmp_pa
         else:
             assert r["compiled_share"] == 0.0 and r["compile_seconds"] is None
     assert "vanilla decode step (fp32, compiled)" in stdout
+
+
+def _sample(prompt, seed, value):
+    return bench.sample.Sample("m", 0, prompt, seed, 1.0, {}, np.full((8, 8, 3), value, np.uint8))
+
+
+def test_seeds_differ_counts_prompts_whose_first_two_seeds_are_different_pictures():
+    from lantern_studio.eval.bench.summary import seed_variety
+
+    same = [_sample("a cat", 0, 100), _sample("a cat", 1, 100), _sample("a dog", 2, 30), _sample("a dog", 3, 30)]
+    assert seed_variety(same) == {"seed_distance": 0.0, "seeds_differ": 0.0, "seed_pairs": 2}
+    # a dog's seeds 40 of 255 apart (≥ 12: different), a cat's 5 apart (the same picture, give or take noise);
+    # a third seed of a dog is not compared
+    mixed = [_sample("a cat", 0, 100), _sample("a cat", 1, 105), _sample("a dog", 2, 30), _sample("a dog", 3, 70),
+             _sample("a dog", 4, 30)]
+    got = seed_variety(mixed)
+    assert got["seeds_differ"] == 0.5 and got["seed_pairs"] == 2
+    assert got["seed_distance"] == pytest.approx((5 + 40) / 2)
+    # one seed per prompt: nothing to compare, so no figure rather than 0
+    assert seed_variety([_sample("a cat", 0, 1), _sample("a dog", 1, 200)])["seeds_differ"] is None
+
+
+def test_style_reaches_every_method_and_a_bad_style_is_one_error_line(tmp_path, capsys):
+    from support.tiny import tiny_v3_folder
+
+    folder = tiny_v3_folder(tmp_path / "m")
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("red square\nsun\n")
+    out = tmp_path / "out"
+    rc = cli_main(["bench", "--model", str(folder), "--n", "2", "--prompts", str(prompts), "--seeds-per-prompt", "2",
+                   "--methods", "exact-jacobi", "--no-warmup", "--no-pictures", "--quiet", "--style", "any",
+                   "--json", str(out / "r.json"), "--out", str(out)])
+    assert rc == 0
+    report = json.loads((out / "r.json").read_text())
+    assert {m["settings"]["style"] for m in report["methods"]} == {"any"}
+    assert all(m["seed_pairs"] == 2 and 0.0 <= m["seeds_differ"] <= 1.0 for m in report["methods"])
+    capsys.readouterr()
+    assert cli_main(["bench", "--model", str(folder), "--n", "1", "--prompts", str(prompts), "--style", "oil",
+                     "--no-warmup", "--no-pictures", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "style" in err[0] and "'oil'" in err[0]

@@ -14,8 +14,9 @@ from lantern_studio.engine.tokenizer import load_vq
 from lantern_studio.models.recogniser import Recogniser, RecogniserConfig, RecogniserNet, save_recogniser
 from lantern_studio.training import ar
 from lantern_studio.training.errors import TrainingError
-from lantern_studio.training.validation import (DIFFERENT_PICTURES, Sampling, SampleValidation, ValidationError,
-                                                pick_classes, variety)
+from lantern_studio.models.quality import DIFFERENT_PICTURES, variety
+from lantern_studio.training.validation import (Sampling, SampleValidation, ValidationError,
+                                                pick_classes)
 from support.dataset import class_dataset, tiny_vq_file
 from support.tiny import tiny_v3_folder
 

@@ -1,4 +1,5 @@
-"""Per-image prompt fidelity for a model folder that ships a recogniser.
+"""Per-image prompt fidelity for a model folder that ships a recogniser, and how different
+the pictures of one prompt's seeds are (``variety``, ``seed_pairs``).
 
 The score of an image for a prompt is the recogniser's probability of the
 subgroup of the caption (or, for a factorised class model, the identity) the
@@ -59,3 +60,34 @@ class PromptScorer:
             return None
         probs = rec.predict(np.asarray(image)[None], level="subgroup")[0]
         return float(probs[rec.class_index(sub, "subgroup")])
+
+
+#: two seeds of one prompt count as different pictures when their mean absolute pixel difference
+#: (0-255 per channel, over the 64×64 picture) is at least this: about one changed cell of the 16×16
+#: token grid in eight (a moved feature, another colour), not a few pixels of noise
+DIFFERENT_PICTURES = 12.0
+
+
+def variety(images: np.ndarray) -> tuple[float, float]:
+    """(mean pixel distance between the first two seeds of one class, share of classes whose first two
+    seeds are different pictures) for images shaped (classes, seeds, H, W, 3); (0, 0) with one seed."""
+    if images.shape[1] < 2:
+        return 0.0, 0.0
+    a, b = images[:, 0].astype(np.float32), images[:, 1].astype(np.float32)
+    dist = np.abs(a - b).mean(axis=(1, 2, 3))
+    return float(dist.mean()), float((dist >= DIFFERENT_PICTURES).mean())
+
+
+def seed_pairs(prompts: list, images: list) -> np.ndarray:
+    """The first two images of every prompt drawn at least twice, as (prompts, 2, H, W, 3), in the
+    order the prompts first appear; (0, 2, ...) when no prompt was drawn twice."""
+    first: dict = {}
+    for p, im in zip(prompts, images):
+        first.setdefault(p, [])
+        if len(first[p]) < 2:
+            first[p].append(np.asarray(im))
+    pairs = [v for v in first.values() if len(v) == 2]
+    if not pairs:
+        shape = np.asarray(images[0]).shape if len(images) else (0, 0, 3)
+        return np.zeros((0, 2) + tuple(shape), np.uint8)
+    return np.stack([np.stack(v) for v in pairs])

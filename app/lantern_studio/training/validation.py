@@ -29,13 +29,8 @@ from ..engine.settings import GenerationSettings
 from ..engine.tokenizer import load_vq
 from ..models import bundled_dir
 from ..models.classes import styles_tones_of
+from ..models.quality import variety
 from ..models.recogniser import Recogniser, top_k_hits
-
-#: two seeds of one class count as different pictures when their mean absolute pixel difference
-#: (0-255 per channel, over the 64×64 picture) is at least this: about one changed cell of the 16×16
-#: token grid in eight (a moved feature, another colour), not a few pixels of noise
-DIFFERENT_PICTURES = 12.0
-
 
 class ValidationError(ValueError):
     """The validation set-up cannot run (a folder without a judge, a bad sampling)."""
@@ -85,16 +80,6 @@ def pick_classes(classes: list[dict], styles: list[str], judge_classes: set, n: 
         style = prefer_style if prefer_style in have else have[0]
         out.append((i, styles.index(style), r))
     return out
-
-
-def variety(images: np.ndarray) -> tuple[float, float]:
-    """(mean pixel distance between the seeds of one class, share of classes whose first two seeds
-    are different pictures) for images shaped (classes, seeds, H, W, 3)."""
-    if images.shape[1] < 2:
-        return 0.0, 0.0
-    a, b = images[:, 0].astype(np.float32), images[:, 1].astype(np.float32)
-    dist = np.abs(a - b).mean(axis=(1, 2, 3))
-    return float(dist.mean()), float((dist >= DIFFERENT_PICTURES).mean())
 
 
 def grid_png(images: np.ndarray, path: Path, scale: int = 2) -> None:

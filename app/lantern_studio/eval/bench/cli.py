@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -68,6 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "compiled once before timing): vanilla's compiled twin can be the reference")
     p.add_argument("--max-fidelity-drop", type=float, default=0.03,
                    help="default pick: largest allowed fidelity drop vs vanilla (fraction, default 0.03)")
+    p.add_argument("--style", default=None,
+                   help="a class model's art style for every method: a style's name, 'any' (one per seed), or '' "
+                        "(the model's default; the default)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -97,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
             vanilla_precisions.append(spec_precision)
         # Loaded in fp32: every precision's copy is cast from the most precise weights.
         pipe = load_pipeline(args.model, device=device, precision="fp32")
+        if args.style is not None:  # every method's settings start from the pipeline's defaults
+            pipe.defaults = replace(pipe.defaults, style=args.style).validate(pipe.vocab_size)
         grid = method_grid(pipe.drafters, pipe.vocab_size, quick=quick, vanilla_precisions=vanilla_precisions)
         methods = select_methods(grid, args.methods)
         if args.compile:
@@ -115,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
         chosen = [c for c in chosen for _ in range(args.seeds_per_prompt)]
         quality = load_quality(pipe.source.folder, dataset)
         prompts = [c[0] for c in chosen]
-        for p in dict.fromkeys(prompts):  # bad prompts fail now, not halfway through
-            pipe.conditioner(p)
+        for p in dict.fromkeys(prompts):  # bad prompts (and a bad --style) fail now, not halfway through
+            pipe.conditioner(p, pipe.defaults)
     except (BenchError, CheckpointError, SettingsError, PromptError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -23,6 +23,9 @@ def format_table(report: dict) -> str:
     ids = any(r.get("identity_top5") is not None for r in report["methods"])
     if ids:
         head += ["id top-1", "id top-5"]
+    varied = any(r.get("seeds_differ") is not None for r in report["methods"])
+    if varied:
+        head += ["seeds differ"]
     measured = any(r.get("step_tv_mean") is not None for r in report["methods"])
     if measured:
         head += ["TV mean", "TV max", "Σδ/img"]
@@ -38,7 +41,8 @@ def format_table(report: dict) -> str:
             _f(r.get("forward_ms_per_round"), ".2f"), _f(r.get("overhead_ms_per_round"), ".2f"),
             _f(r["seconds_median"], ".3f"), _f(r["prompt_fidelity"], ".3f"),
             _f(r["fidelity_delta"], "+.3f"), _f(r["frechet_distance"], ".1f"),
-        ] + ([_f(r.get("identity_top1"), ".3f"), _f(r.get("identity_top5"), ".3f")] if ids else []) + ([_f(r.get("step_tv_mean"), ".3f"), _f(r.get("step_tv_max"), ".3f"),
+        ] + ([_f(r.get("identity_top1"), ".3f"), _f(r.get("identity_top5"), ".3f")] if ids else [])
+            + ([_f(r.get("seeds_differ"), ".2f")] if varied else []) + ([_f(r.get("step_tv_mean"), ".3f"), _f(r.get("step_tv_max"), ".3f"),
               _f(r.get("tv_budget_per_image"), ".1f")] if measured else []))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(row, widths)))
@@ -50,7 +54,9 @@ def format_table(report: dict) -> str:
                      "target forward and the rest of a round (sampling, acceptance, bookkeeping) per round"
                      + ("; TV mean / max: measured TV between a step's output distribution and the target's, "
                         "over the steps that decided a token; Σδ/img: the per-step bounds summed over an image "
-                        "(a bound on the image's TV from the target only for the step bound)" if measured else ""))
+                        "(a bound on the image's TV from the target only for the step bound)" if measured else "")
+                     + ("; seeds differ: the share of prompts whose first two seeds are different pictures "
+                        "(mean absolute pixel difference ≥ 12 of 255)" if varied else ""))
     pick = report.get("default_pick")
     if pick:
         fid = "" if pick["prompt_fidelity"] is None else (

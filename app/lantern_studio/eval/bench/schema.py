@@ -19,6 +19,7 @@ METHOD_FIELDS = (
     "mean_accepted_length", "acceptance_rate", "relaxed_share", "drafter_cost_share", "tokens_per_second",
     "rounds_per_image", "forward_ms_per_round", "overhead_ms_per_round",
     "prompt_fidelity", "fidelity_delta", "frechet_distance", "identity_top1", "identity_top5",
+    "seed_distance", "seeds_differ", "seed_pairs",
     "tv_budget_per_image", "step_tv_mean", "step_tv_max",
     "compiled", "compiled_share", "compile_seconds", "compiled_note",
     "per_prompt",

@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ...models.quality import seed_pairs, variety
 from ...reports import reference_of
 from ..metrics import frechet_distance, prompt_fidelity, wanted_ranks
 from .methods import Method
@@ -53,6 +54,16 @@ def speed_fields(stats: Sequence[dict], secs, dsecs, ratios, dratios) -> dict:
     }
 
 
+def seed_variety(samples: Sequence[Sample]) -> dict:
+    """``seed_distance`` (mean absolute pixel difference of two seeds of one prompt) and ``seeds_differ``
+    (the share of prompts whose two seeds are different pictures); None unless some prompt ran twice."""
+    pairs = seed_pairs([s.prompt for s in samples], [s.image for s in samples])
+    if not len(pairs):
+        return {"seed_distance": None, "seeds_differ": None, "seed_pairs": 0}
+    distance, differ = variety(pairs)
+    return {"seed_distance": distance, "seeds_differ": differ, "seed_pairs": int(len(pairs))}
+
+
 def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sample], quality: Optional[Quality] = None,
               subgroups: Optional[Sequence[Optional[str]]] = None, identities: Optional[Sequence] = None) -> dict:
     """One method's row of the report from its samples and vanilla's (same prompts, same order).
@@ -96,6 +107,8 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
                                                - total("prefill_seconds")), total("target_forwards")),
         "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
         "identity_top1": None, "identity_top5": None,
+        # how different the first two seeds of each prompt drawn at least twice are (models/quality.py)
+        **seed_variety(samples),
         # the relaxation's per-step bounds summed over an image (a TV bound for the step bound)
         "tv_budget_per_image": total("tv_budget_total") / n if n else None,
         # measured (--measure-tv): exact TV(step output, target) over the steps that decided a token
