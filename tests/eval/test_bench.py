@@ -423,6 +423,14 @@ def test_the_window_is_picked_from_the_cost_curve_and_the_tokens_per_round():
     assert len(groups) == 1 and groups[0]["picks"]["bf16"]["window"] == 8
     assert groups[0]["picks"]["fp32"]["window"] == 24
     assert groups[0]["tokens_per_round"] == pytest.approx(tpr)
+    # compiled rows are weighed on the compiled path's curve only (and eager rows on the eager curves):
+    # here compiling flattened the steep curve, so the compiled group picks 24 while the eager one keeps 8
+    twins = [dict(r, compiled=True) for r in rows[:2]]
+    curves = [{"precision": "bf16", "curve": steep}, {"precision": "bf16", "compiled": True, "curve": flat}]
+    groups = window_picks(rows + twins, curves)
+    by_path = {g["compiled"]: g["picks"] for g in groups}
+    assert set(by_path[False]) == {"bf16"} and by_path[False]["bf16"]["window"] == 8
+    assert set(by_path[True]) == {"bf16 compiled"} and by_path[True]["bf16 compiled"]["window"] == 24
 
 
 @needs_cxx

@@ -17,6 +17,8 @@ import torch
 from .floor import prefix_rows
 
 WIDTHS = (1, 2, 4, 8, 12, 16, 20, 25, 33, 49)  # 1 = a vanilla step; W + 1 for a window of W drafts
+# the compiled path's curve: each width is a graph compiled for it, so fewer, at the windows a bench tries
+COMPILED_WIDTHS = (1, 5, 9, 13, 17, 21)
 FIRST_INDEX = 96  # verify here (a third in, on smaller grids), with a typical amount of context cached
 
 
@@ -85,10 +87,16 @@ def pick_window(curve: Sequence[dict], tokens_per_round: Dict[int, float], overh
     return {"window": best, "predicted": predicted}
 
 
+def path_of(curve: dict) -> str:
+    """The name of the decode path a curve was timed on: its precision, and "compiled" when it was."""
+    return curve["precision"] + (" compiled" if curve.get("compiled") else "")
+
+
 def window_picks(methods: Sequence[dict], curves: Sequence[dict]) -> list:
-    """For each group of bench results that differ only in their Jacobi window (same k, δ, decay, bound),
-    measured at two windows or more: the tokens per round at each window, the speed-up each precision's curve
-    predicts, the window picked per precision, and the measured speed-ups (at the bench's precision)."""
+    """For each group of bench results that differ only in their Jacobi window (same k, δ, decay, bound,
+    eager or compiled), measured at two windows or more: the tokens per round at each window, the speed-up
+    each curve of the same path (eager curves for eager rows, compiled for compiled) predicts, the window
+    picked per precision, and the measured speed-ups (at the bench's precision)."""
     groups: Dict[tuple, list] = {}
     vanilla = [r.get("overhead_ms_per_round") or 0.0 for r in methods if r.get("reference")]
     vanilla_overhead = vanilla[0] if vanilla else 0.0
@@ -96,22 +104,23 @@ def window_picks(methods: Sequence[dict], curves: Sequence[dict]) -> list:
         s = r.get("settings") or {}
         if s.get("drafter") != "jacobi" or not s.get("coupling", True) or not r.get("rounds_per_image"):
             continue
-        if r.get("compiled"):  # the curves are the eager step's; a compiled step costs another curve
-            continue
         key = (s.get("k"), s.get("delta"), s.get("delta_decay", 1.0), s.get("bound"), s.get("adaptive_delta"),
-               r.get("precision"))
+               r.get("precision"), bool(r.get("compiled")))
         groups.setdefault(key, []).append(r)
     out = []
-    for (k, delta, decay, bound, adaptive, precision), rows in groups.items():
+    for (k, delta, decay, bound, adaptive, precision, compiled), rows in groups.items():
         by_window = {int(r["draft_length"]): r for r in rows if r.get("draft_length")}
         if len(by_window) < 2:
             continue
         tpr = {w: r["tokens_per_image"] / r["rounds_per_image"] for w, r in by_window.items()}
         overheads = sorted(r.get("overhead_ms_per_round") or 0.0 for r in by_window.values())
         overhead = overheads[len(overheads) // 2]
-        picks = {c["precision"]: pick_window(c["curve"], tpr, overhead, vanilla_overhead) for c in curves}
+        picks = {path_of(c): pick_window(c["curve"], tpr, overhead, vanilla_overhead)
+                 for c in curves if bool(c.get("compiled")) == compiled}
+        if not picks:  # no curve timed on this path
+            continue
         out.append({"k": k, "delta": delta, "decay": decay, "bound": bound, "adaptive": adaptive,
-                    "measured_precision": precision, "tokens_per_round": tpr, "overhead_ms": overhead,
+                    "compiled": compiled, "measured_precision": precision, "tokens_per_round": tpr, "overhead_ms": overhead,
                     "picks": picks,
                     "measured_speedup": {w: r.get("speedup_median") for w, r in by_window.items()}})
     return out
@@ -124,15 +133,15 @@ def describe(curves: Sequence[dict], picks: Sequence[dict]) -> list:
         base = c["curve"][0]["ms"]
         pts = " · ".join(f"{p['width']}: {p['ms']:.2f}" for p in c["curve"])
         worst = c["curve"][-1]
-        lines.append(f"verify cost by width ({c['precision']}, ms): {pts}  (width {worst['width']} = "
+        lines.append(f"verify cost by width ({path_of(c)}, ms): {pts}  (width {worst['width']} = "
                      f"{worst['ms'] / base:.2f}× a vanilla step)")
     for g in picks:
         what = f"jacobi k={g['k']} δ={g['delta']:g}" + (f"·{g['decay']:g}^i" if g["decay"] != 1 else "")
         tpr = " · ".join(f"L{w} {t:.2f}" for w, t in sorted(g["tokens_per_round"].items()))
-        lines.append(f"window ({what}): tokens per round {tpr}")
+        lines.append(f"window ({what}{', compiled' if g.get('compiled') else ''}): tokens per round {tpr}")
         for precision, pick in g["picks"].items():
             pred = " · ".join(f"L{w} {x:.2f}×" for w, x in sorted(pick["predicted"].items()))
             lines.append(f"  {precision}: predicted {pred} → window {pick['window']}")
         meas = " · ".join(f"L{w} {x:.2f}×" for w, x in sorted(g["measured_speedup"].items()) if x is not None)
-        lines.append(f"  measured ({g['measured_precision']}): {meas}")
+        lines.append(f"  measured ({g['measured_precision']}{' compiled' if g.get('compiled') else ''}): {meas}")
     return lines

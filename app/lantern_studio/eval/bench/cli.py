@@ -20,7 +20,7 @@ from ...models import load_pipeline
 from ...reports import machine_info
 from ...threads import configure_decode_threads
 from ..floor import step_vs_floor
-from ..width_cost import cost_curve, describe as describe_windows, window_picks
+from ..width_cost import COMPILED_WIDTHS, cost_curve, describe as describe_windows, window_picks
 from .methods import method_grid, select_methods, with_compiled_twins
 from .prompts import choose_prompts
 from .quality import _load_dataset_quietly, load_quality
@@ -164,8 +164,12 @@ def run(args: argparse.Namespace) -> int:
         report["step_floor"] += [{"precision": p, "compiled": True,
                                   **step_vs_floor(pipe.with_precision(p).with_compiled_steps((1,)), prompts[0])}
                                  for p in vanilla_precisions]
-    report["width_cost"] = [{"precision": p, "curve": cost_curve(pipe.with_precision(p), prompts[0])}
+    report["width_cost"] = [{"precision": p, "compiled": False, "curve": cost_curve(pipe.with_precision(p), prompts[0])}
                             for p in vanilla_precisions]
+    if args.compile:  # the compiled path's own curve: its verify costs are not the eager ones
+        report["width_cost"] += [{"precision": p, "compiled": True, "curve": cost_curve(
+            pipe.with_precision(p).with_compiled_steps(COMPILED_WIDTHS), prompts[0], COMPILED_WIDTHS)}
+            for p in vanilla_precisions]
     report["window_picks"] = window_picks(report["methods"], report["width_cost"])
     notes = list(report["quality"]["notes"])
     load = report["load_average"]["start"]
