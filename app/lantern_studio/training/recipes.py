@@ -343,8 +343,7 @@ Sampling, re-picked on 32 other validation names × 2 seeds: T 0.5/k 10/CFG 1.5 
 subgroup, seeds differ 19 %), T 0.4/k 8/CFG 1.5 64.1 % (78 %, 19 %), T 0.3/k 5/CFG 2 45.3 % (61 %, 47 %); T 0.5 /
 top-k 10 / CFG 1.5 shipped with v4; v4.1 ships T 0.5 / top-k 10 / **CFG 1** (guidance-free; the table's CFG 1
 rows). At CFG 1, T 0.7 / top-k 20 doubles the pairs that differ (29–38 %) for 2–4 points of fidelity in fluent
-flat and 19 in google; T 0.9 / top-k 40 reaches 50 % at 67 % identity top-5 (v4, the same 24 names). The style
-`any` (one of the two styles by the seed) is the variety that costs least. **Variety** (two seeds' mean absolute pixel difference ≥ 12 of 255): higher guidance or
+flat and 19 in google; T 0.9 / top-k 40 reaches 50 % at 67 % identity top-5 (v4, the same 24 names). The style `any` (one of the two styles by the seed), measured on the common prompts (`lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 --methods vanilla-fp32 lantern-jacobi-k64-d0.2-L12 --style any`, 96 images a method; docs/bench-common-emoji64-v4-1-style-any.json): seeds differ for 62 % of the prompts (vanilla; 58 % at the LANTERN default) against 12 % (21 %) in the default style, but identity top-5 falls from 82.3 % to 59.4 % (LANTERN 80.2 % to 61.5 %): google art is drawn less surely than fluent flat, so `any` stays a setting, not the default. **Variety** (two seeds' mean absolute pixel difference ≥ 12 of 255): higher guidance or
 temperature buys variety only by losing fidelity on this memorising model (54 % of pairs differ at CFG 2, 19 % at
 1.5); the target of half the prompts is not met at the shipped default. The tokenizer is not the ceiling: the
 judge recognises 97 % of its round trips of fluent-flat training images (FEASIBILITY.md); the 47.5 % quoted below
