@@ -90,8 +90,9 @@ class StepGraphs:
         mask = gpt.attn_mask[:rows, :, pos]
         shape = (rows, width)  # the weights' dtype is part of _bound: a new one starts new graphs
         try:
-            if self._fn is None:
+            if shape not in self._shapes:  # dynamo's config is per thread: set where this graph compiles
                 _allow_recompiles()
+            if self._fn is None:
                 self._fn = torch.compile(runner.static_step, fullgraph=True, dynamic=False, mode=_mode(tokens.device))
             t = time.perf_counter()
             if shape not in self._shapes:
