@@ -65,8 +65,8 @@ HISTORY_MIN_HEIGHT = 104  # at least: the history strip's search row and one row
 FIRST_SIZE = QSize(1400, 880)  # the first window (no saved geometry): at most this big …
 FIRST_SHARE = 0.85  # … and this share of the screen's free area, centred in it
 # Generate ▸ Compiled decoding, until a person sets it: on. The steps compile in the background after the
-# model is ready (~10-60 s on a CPU the first time, less from the compile cache at a relaunch) while Generate
-# decodes eagerly; without a C++ compiler the status line says so once and decoding stays eager
+# model is ready (a minute or more on a CPU the first time, about half that from the compile cache at a
+# relaunch) while Generate decodes eagerly; without a C++ compiler the status line says so once, stays eager
 COMPILED_DECODING_DEFAULT = True
 NEW_SEED_DEFAULT = True  # "New seed each Generate", until a person sets it: a new picture at every press
 
@@ -323,7 +323,7 @@ class MainWindow(QMainWindow):
         self.cancel_action = self._action(g, "Cancel", self.cancel, ["Esc"])
         self._action(g, "Cancel all", self.cancel_all, ["Shift+Esc"])
         g.addSeparator()
-        self.compiled_action = self._action(g, "Compiled decoding (faster steps; compiles once per model)",
+        self.compiled_action = self._action(g, "Compiled decoding (faster steps; compiled in the background)",
                                             self.set_compiled_decoding, checkable=True)
         v = mb.addMenu("&View")
         self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)
