@@ -135,6 +135,21 @@ def test_no_cxx_compiler_says_so_once_and_stays_eager(qtbot, tiny, monkeypatch, 
     assert log == [f"lantern-studio: {NO_COMPILER}"]
 
 
+def test_unticking_during_the_compile_stops_it_and_clears_the_status_line(
+        qtbot, tiny, stand_in_compile, shipped_compiled_default):
+    gate, calls = stand_in_compile
+    w = open_window(qtbot, tiny)
+    qtbot.waitUntil(lambda: "compiling decode steps… 1/2" in w.status_model.text(), timeout=WAIT)
+    task = w.jobs.worker.steps.task
+    w.compiled_action.trigger()  # off, mid-compile
+    qtbot.waitUntil(lambda: "compiling" not in w.status_model.text(), timeout=WAIT)
+    assert task.cancelled and w.model_info.steps == "eager" and w.prefs.get_json("compiled_decoding") is False
+    gate.set()
+    assert task.wait(WAIT / 1000) and task.result is None
+    _, r = run_job(qtbot, w)
+    assert r.stats["compiled_forwards"] == 0 and w.model_info.steps == "eager" and len(calls) == 1
+
+
 def test_closing_the_window_while_compiling_returns_at_once_and_the_compile_ends_unheard(
         qtbot, tiny, stand_in_compile, shipped_compiled_default, capfd):
     gate, calls = stand_in_compile

@@ -81,10 +81,14 @@ class CompiledSteps:
         or compiling failed this session."""
         if self.eager is None or self.twin is not None or self.compiling or self.note is not None:
             return
-        self.doing = "compiling decode steps…"
-        self.task = BackgroundCompile(self.eager, compile_cache(), self._graph, self.on_done)
+        try:  # the twin's copy of the target is made here: memory the machine may not have
+            task = BackgroundCompile(self.eager, compile_cache(), self._graph, self.on_done)
+        except (MemoryError, RuntimeError) as e:
+            self._failed(f"compiled decoding unavailable, running eagerly ({type(e).__name__}: {e})"[:240])
+            return
+        self.task, self.doing = task, "compiling decode steps…"
         self.on_status(self.doing)
-        self.task.start()
+        task.start()
 
     def _graph(self, i: int, n: int) -> None:
         self.doing = f"compiling decode steps… {i}/{n}"
@@ -100,11 +104,14 @@ class CompiledSteps:
         if task.cancelled or task.source is not self.eager:
             return False
         if task.note is not None:
-            self.note = task.note
-            print(f"lantern-studio: {task.note}", file=sys.stderr)  # the one log line
+            self._failed(task.note)
         else:
             self.twin = task.result
         return True
+
+    def _failed(self, note: str) -> None:
+        self.note = note
+        print(f"lantern-studio: {note}", file=sys.stderr)  # the one log line
 
     def cancel(self) -> None:
         """Stop a running compile (at close, a model change, or compiled decoding turned off)."""

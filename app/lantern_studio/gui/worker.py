@@ -137,7 +137,9 @@ class Worker(QObject):
             pipe.warm_up(lambda message: self._out.model_status.emit(spec, message))
         self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
         self._out.model_ready.emit(self.info())  # ready eagerly: compiled steps follow in the background
-        self.steps.model_loaded(pipe)  # its first word on the status line comes from there
+        self.steps.model_loaded(pipe)  # a compile started there says so itself
+        if not self.steps.compiling:
+            self._say_steps()  # e.g. compiling failed earlier this session: the line says why
         return pipe
 
     def info(self) -> ModelInfo:
@@ -156,9 +158,8 @@ class Worker(QObject):
         """Compiled decode steps on or off, between jobs: on compiles the loaded model's steps in the
         background (jobs decode eagerly until they are in), off goes back to eager at once; the status
         line hears how jobs decode now."""
-        was = self.steps.steps
         self.steps.want(on)
-        if self.pipeline is not None and self.steps.steps != was:  # a compile started says so itself
+        if self.pipeline is not None:
             self._say_steps()
 
     @Slot()
