@@ -89,6 +89,7 @@ def a1111_parameters(record: dict) -> str:
         ("Top-p", s.get("top_p")),
         ("Bound", _bound_field(s)),
         ("TV budget", _budget_field(s, stats)),
+        ("Compiled", _compiled_field(record)),
         ("Prompt fidelity", None if fidelity.of_record(record) is None else fidelity.format_value(fidelity.of_record(record))),
     ]
     return record.get("prompt", "") + "\n" + ", ".join(f"{k}: {v}" for k, v in fields if v is not None)
@@ -99,6 +100,14 @@ def _bound_field(s: dict) -> Optional[str]:
     if s.get("drafter", "none") == "none" or s.get("k", 0) <= 0:
         return None
     return {"LANTERN": "lantern", "LANTERN++": "lantern++"}.get(describe_bound(s), "step")
+
+
+def _compiled_field(record: dict) -> Optional[str]:
+    """The A1111 "Compiled" field: yes when compiled decode steps made the image (a seed redraws it on the
+    same path only), no when eager ones did; None for a record from before the studio kept it."""
+    if "compiled" not in record:
+        return None
+    return "yes" if record["compiled"] else "no"
 
 
 def _budget_field(s: dict, stats: dict) -> Optional[str]:

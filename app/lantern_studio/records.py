@@ -205,6 +205,8 @@ def check_record(rec: Any, where) -> dict:
                                  and all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 2**16
                                          for x in size)):
         raise _bad(where, '"size" must be [height, width] in pixels')
+    if not isinstance(rec.get("compiled", False), bool):  # absent in records made before it was kept
+        raise _bad(where, f'"compiled" must be true or false, got {type(rec["compiled"]).__name__}')
     replay = rec.get("replay")
     if replay is not None and not isinstance(replay, dict):
         raise _bad(where, f'"replay" must be an object, got {type(replay).__name__}')

@@ -1,15 +1,25 @@
 """Compiled decode steps (engine/compiled.py, run by engine/runner.py): the same tokens as eager for a
 seed, actually used, and an eager fallback in one line when compiling fails."""
 
+import json
+import os
+import subprocess
+import sys
+import threading
+
 import numpy as np
 import pytest
 import torch
 
+from lantern_studio.engine import background_compile as bc
+from lantern_studio.engine.compiled import NO_COMPILER, missing_compiler
 from lantern_studio.engine.decode import generate_tokens
 from lantern_studio.engine.drafters import JacobiDrafter
 from lantern_studio.engine.neighbours import ProximityTable
 from lantern_studio.engine.runner import Runner
 from lantern_studio.engine.settings import GenerationSettings
+from lantern_studio.models import load_pipeline
+from lantern_studio.models.tiny import build_tiny_model_dir
 from support.compiler import needs_cxx
 from support.tiny import caption, tiny_gpt
 
@@ -109,3 +119,100 @@ def test_padding_never_reaches_a_real_query():
     gpt.model.clear_cache()
     torch.testing.assert_close(logits(*cases[2]), want[2], rtol=1e-4, atol=1e-4)
     assert len(graphs._shapes) == 1 and sum("again" in m for m in said) == 1
+
+
+# --------------------------------------------------------------------------- compiled in the background
+
+
+def _tiny_pipeline(folder):
+    return load_pipeline(str(build_tiny_model_dir(folder / "tiny")))
+
+
+def test_a_background_compile_reports_each_graph_and_leaves_the_source_eager(monkeypatch, tmp_path):
+    """The twin compiles in its own thread (here with torch.compile as the identity), saying graph i of n;
+    the pipeline it copies keeps decoding eagerly, the twin through its graphs. (Their tokens may differ:
+    in bf16 the fixed-shape step rounds differently near a tie, which is why records say which ran.)"""
+    monkeypatch.setattr(torch, "compile", lambda fn, **_k: fn)
+    monkeypatch.setattr(bc, "missing_compiler", lambda _device: None)
+    pipe = _tiny_pipeline(tmp_path)
+    heard, ended = [], []
+    task = bc.BackgroundCompile(pipe, tmp_path / "cache", lambda i, n: heard.append((i, n)),
+                                lambda: ended.append(True)).start()
+    assert task.wait(60) and task.note is None and ended == [True]
+    twin = task.result
+    assert heard == [(1, 2), (2, 2)] and pipe.compiled is None and twin.compiled.compiled_calls == 2
+    s = pipe.defaults.with_(seed=3)
+    eager, compiled = pipe.generate("a red heart", s), twin.generate("a red heart", s)
+    assert eager.stats.compiled_forwards == 0 and compiled.stats.compiled_forwards == compiled.stats.target_forwards
+    assert (tmp_path / "cache").is_dir()  # inductor's cache folder, named for the next launch
+
+
+def test_a_background_compile_without_a_compiler_fails_at_once_and_a_stopped_one_is_dropped(monkeypatch, tmp_path):
+    def no_compile(*_a, **_k):
+        raise AssertionError("compiled without a compiler")
+
+    monkeypatch.setattr(torch, "compile", no_compile)
+    monkeypatch.setattr(bc, "missing_compiler", lambda _device: NO_COMPILER)
+    pipe = _tiny_pipeline(tmp_path)
+    task = bc.BackgroundCompile(pipe, None).start()
+    assert task.wait(60) and task.note == NO_COMPILER and task.result is None
+
+    gate, ended = threading.Event(), []
+
+    def held(fn, **_k):
+        gate.wait(60)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", held)
+    monkeypatch.setattr(bc, "missing_compiler", lambda _device: None)
+    task = bc.BackgroundCompile(pipe, None, on_done=lambda: ended.append(True)).start()
+    task.cancel()
+    gate.set()
+    assert task.wait(60) and task.result is None and ended == []  # stopped after its first graph, unheard
+    assert task.twin.compiled.compiled_calls == 1
+
+
+def test_missing_compiler_asks_inductors_own_search(monkeypatch):
+    from torch._inductor import cpp_builder, exc  # noqa: PLC0415 - the compiler stack, only for this test
+
+    assert missing_compiler("meta") is None  # only a CPU graph is C++
+
+    def none_found():
+        raise exc.InvalidCxxCompiler()
+
+    monkeypatch.setattr(cpp_builder, "get_cpp_compiler", none_found)
+    assert missing_compiler("cpu") == NO_COMPILER
+
+
+_LAUNCH = """
+import json, sys, torch
+torch.set_num_threads(1)
+from lantern_studio.engine.background_compile import BackgroundCompile
+from lantern_studio.gui.compiled_steps import compile_cache
+from lantern_studio.models import load_pipeline
+cache = compile_cache()
+before = set(cache.rglob("*.so")) if cache.exists() else set()
+task = BackgroundCompile(load_pipeline(sys.argv[1]), cache).start()
+task.wait()
+print(json.dumps({"note": task.note, "compiled": task.result is not None, "seconds": task.seconds,
+                  "cxx_builds": len(set(cache.rglob("*.so")) - before)}))
+"""
+
+
+@pytest.mark.slow
+@needs_cxx
+def test_a_relaunch_reaches_compiled_steps_from_the_studios_cache_without_building_code(tmp_path):
+    """Two launches with one studio cache folder, as the studio compiles (its cache, its background compile):
+    the first builds the steps' C++ kernels, the second builds none. (With the weights frozen and prepacked
+    into the graph, inductor's FX graph cache cannot keep the graph itself — 'mkldnn tensors unpickleable' —
+    so each launch still traces and lowers; what the cache spares is the C++ build, most of a CPU compile.)"""
+    folder = build_tiny_model_dir(tmp_path / "tiny")
+    env = dict(os.environ, LANTERN_STUDIO_CACHE=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", _LAUNCH, str(folder)], env=env, check=True,
+                                      capture_output=True, text=True, timeout=1800).stdout.strip().splitlines()[-1])
+            for _ in range(2)]
+    print(runs)
+    assert all(r["compiled"] and r["note"] is None for r in runs)
+    assert runs[0]["cxx_builds"] > 0 and runs[1]["cxx_builds"] == 0
+    assert (tmp_path / "cache" / "compiled").is_dir()

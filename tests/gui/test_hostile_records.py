@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from lantern_studio.export import save_png
 from lantern_studio.gui.history_store import HistoryStore
@@ -85,6 +86,22 @@ def test_a_studio_png_reads_back_and_a_plain_png_has_no_record(tmp_path):
     (tmp_path / "not.png").write_bytes(b"GIF89a....")
     with pytest.raises(RecordError, match="not a PNG"):
         read_record(tmp_path / "not.png")
+
+
+def test_the_decode_path_is_in_the_record_and_the_parameters_and_old_records_still_read(tmp_path):
+    """``compiled`` (which path made the picture) reads back from the PNG and shows in its A1111 parameters;
+    a record from before the field existed reads as it did, without the field; a non-boolean is refused."""
+    for compiled, word in ((True, "yes"), (False, "no")):
+        path = save_png(tmp_path / f"{word}.png", IMG, _rec(compiled=compiled, size=[8, 8]))
+        assert read_record(path)["compiled"] is compiled
+        with Image.open(path) as img:
+            assert f"Compiled: {word}" in img.text["parameters"]
+    old = save_png(tmp_path / "old.png", IMG, _rec(size=[8, 8]))
+    assert "compiled" not in read_record(old)
+    with Image.open(old) as img:
+        assert "Compiled:" not in img.text["parameters"]
+    with pytest.raises(RecordError, match='"compiled" must be true or false'):
+        parse_record(json.dumps(_rec(compiled="yes")), "row 1")
 
 
 def test_the_history_never_turns_a_hostile_png_into_a_row(tmp_path):

@@ -21,10 +21,19 @@ and in bf16 a sample near a tie may differ.
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import torch
+
+# inductor's own variable for its cache folder, and its value when this process started: a folder a
+# person chose then is kept (use_compile_cache), one this process set for itself is not
+CACHE_VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
+_CHOSEN_CACHE = os.environ.get(CACHE_VARIABLE)
+NO_COMPILER = ("compiled decoding unavailable, running eagerly (no C++ compiler found: install g++ or "
+               "clang++, or name one in CXX)")
 
 
 class StepGraphs:
@@ -81,8 +90,9 @@ class StepGraphs:
         mask = gpt.attn_mask[:rows, :, pos]
         shape = (rows, width)  # the weights' dtype is part of _bound: a new one starts new graphs
         try:
-            if self._fn is None:
+            if shape not in self._shapes:  # dynamo's config is per thread: set where this graph compiles
                 _allow_recompiles()
+            if self._fn is None:
                 self._fn = torch.compile(runner.static_step, fullgraph=True, dynamic=False, mode=_mode(tokens.device))
             t = time.perf_counter()
             if shape not in self._shapes:
@@ -120,3 +130,36 @@ def _mode(device: torch.device) -> Optional[str]:
 def _allow_recompiles() -> None:
     config = torch._dynamo.config  # loaded on first use: importing this module stays light
     config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
+
+
+def use_compile_cache(folder) -> Path:
+    """Keep compiled graphs on disk in ``folder`` (inductor's FX graph cache, and the AOT autograd cache
+    where a graph allows it), so a relaunch loads them instead of compiling again; a folder named in
+    TORCHINDUCTOR_CACHE_DIR before this process started wins. Call before the first compile; → the folder."""
+    path = Path(_CHOSEN_CACHE or folder)
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ[CACHE_VARIABLE] = str(path)  # read by inductor at each cache lookup
+    torch._inductor.config.fx_graph_cache = True
+    torch._functorch.config.enable_autograd_cache = True
+    return path
+
+
+def missing_compiler(device) -> Optional[str]:
+    """Why no compiled step can be built on ``device``, asked before any compile (one line), or None.
+    A CPU graph is C++ that inductor builds with the compiler it finds (its own search: ``CXX``, g++);
+    without one every compile would fail, each after seconds of tracing."""
+    if torch.device(device).type != "cpu":
+        return None
+    from torch._inductor import cpp_builder, exc  # noqa: PLC0415 - the compiler stack, loaded when asked
+
+    try:
+        cpp_builder.get_cpp_compiler()
+    except exc.InvalidCxxCompiler:
+        return NO_COMPILER
+    return None
+
+
+def cache_counts() -> tuple:
+    """(hits, misses) of inductor's FX graph cache in this process so far: a miss is a graph compiled."""
+    c = torch._dynamo.utils.counters["inductor"]
+    return int(c["fxgraph_cache_hit"]), int(c["fxgraph_cache_miss"])

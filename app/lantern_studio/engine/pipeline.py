@@ -162,22 +162,29 @@ class ImagePipeline:
             widths = (1, self.defaults.draft_length + 1)
         graphs = self.runner.compile(widths, progress)
         if warm:
-            self.runner.warm((2 if self.defaults.sampling.uses_cfg else 1,))
+            self.warm_compiled()
         return graphs
+
+    def warm_compiled(self, on_graph: Optional[Callable[[int, int], None]] = None,
+                      should_stop: Optional[Callable[[], bool]] = None) -> None:
+        """Compile the steps' graphs now for the defaults' row count (``Runner.warm``: ``on_graph(i, n)``
+        hears each graph before it compiles, ``should_stop()`` stops between graphs)."""
+        self.runner.warm((2 if self.defaults.sampling.uses_cfg else 1,), on_graph, should_stop)
 
     def decode_eagerly(self) -> None:
         """Drop the compiled steps: every step runs eagerly again."""
         self.runner.decode_eagerly()
 
     def with_compiled_steps(self, widths: Optional[Sequence[int]] = None,
-                            progress: Optional[Callable[[str], None]] = None) -> "ImagePipeline":
+                            progress: Optional[Callable[[str], None]] = None, warm: bool = True) -> "ImagePipeline":
         """A pipeline sharing this one's tokenizer, conditioner and neighbour table, with its own
-        copy of the target decoding through compiled steps (``compile_steps``, warmed); this one
-        keeps decoding eagerly."""
+        copy of the target decoding through compiled steps (``compile_steps``, warmed unless ``warm``
+        is false: then ``warm_compiled`` compiles them, e.g. in another thread); this one keeps
+        decoding eagerly."""
         other = copy.copy(self)
         other.gpt = copy.deepcopy(self.gpt)
         other.runner = Runner(other.gpt)  # a runner of its own: this one keeps decoding eagerly
-        other.compile_steps(widths, warm=True, progress=progress)
+        other.compile_steps(widths, warm=warm, progress=progress)
         return other
 
     @property

@@ -79,18 +79,25 @@ class Runner:
     def decode_eagerly(self) -> None:
         self.graphs = None
 
-    def warm(self, rows_list: Sequence[int]) -> None:
+    def warm(self, rows_list: Sequence[int], on_graph: Optional[Callable[[int, int], None]] = None,
+             should_stop: Optional[Callable[[], bool]] = None) -> None:
         """Compile every (rows, width) graph now, on a scratch sequence, under inference mode as
-        ``Decoding`` runs (a graph is specialised to it), so no real image pays for it."""
+        ``Decoding`` runs (a graph is specialised to it), so no real image pays for it.
+
+        ``on_graph(i, n)`` hears each graph before it compiles (1-based, of n: a progress line);
+        ``should_stop()`` true stops between graphs (one being compiled cannot be interrupted)."""
         if self.graphs is None:
             return
+        shapes = [(rows, width) for rows in rows_list for width in self.graphs.widths]
         with torch.inference_mode():
-            for rows in rows_list:
-                self.start_sequence(rows)
-                for width in self.graphs.widths:
-                    if self.graphs.failed:
-                        return
-                    self.step(torch.zeros(rows, width, dtype=torch.long, device=self.model.rope.device), 0)
+            for i, (rows, width) in enumerate(shapes, 1):
+                if self.graphs.failed or (should_stop is not None and should_stop()):
+                    return
+                if on_graph is not None:
+                    on_graph(i, len(shapes))
+                if i == 1 or rows != shapes[i - 2][0]:
+                    self.start_sequence(rows)
+                self.step(torch.zeros(rows, width, dtype=torch.long, device=self.model.rope.device), 0)
 
     @property
     def compiled_calls(self) -> int:

@@ -147,6 +147,7 @@ class JobQueue(QObject):
         if self.state.stopped:
             return True
         self.state.stopped = True
+        self.worker.stop_compiling()  # a background compile is left to end on its own, unheard
         self.cancel_all()
         self.thread.quit()
         ok = self.thread.wait(timeout_ms)

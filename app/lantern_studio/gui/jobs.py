@@ -30,6 +30,7 @@ class Job:
     model: Optional[str] = None  # model spec (models.resolve_spec): None = bundled, a folder, "tiny-demo", a Hub name
     role: str = "single"  # "single" | "compare-vanilla" | "compare-current"
     group: Optional[int] = None  # compare pair id
+    steps: Optional[str] = None  # "compiled" | "eager": decode on that path (a replayed record's); None: the choice
     id: int = field(default_factory=lambda: next(_ids))
     cancel_event: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
@@ -70,6 +71,25 @@ class ModelInfo:
     style_previews: Optional[dict] = None  # style → preview PNG path
     # how decode steps run: "eager", "compiled", or why compiling failed (then they run eagerly)
     steps: str = "eager"
+
+    def steps_text(self, doing: str = "") -> str:
+        """The status line's end for how steps run: "" (eager), " · compiled", " · eager (compiling
+        failed)", or what the background compile is doing (``doing``: "compiling decode steps… 1/2")."""
+        if doing:
+            return f" · {doing}"
+        return {"eager": "", "compiled": " · compiled"}.get(self.steps, " · eager (compiling failed)")
+
+    def status_text(self, doing: str = "") -> str:
+        """The status line's model part: name, tokens, codebook, precision and how steps run."""
+        return (f"{self.name} · {self.grid}×{self.grid} tokens · V={self.vocab_size} · {self.precision}"
+                + self.steps_text(doing))
+
+    def status_tip(self) -> str:
+        """The status line's tooltip: what the precision and the steps' path mean."""
+        why = "" if self.steps in ("eager", "compiled") else f"\n{self.steps}"
+        return (f"Weights and KV caches in {self.precision} (chosen automatically: bf16 where the CPU or GPU "
+                "multiplies bf16 natively, fp32 elsewhere); decode steps "
+                f"{'compiled' if self.steps == 'compiled' else 'eager'} (Generate ▸ Compiled decoding){why}")
 
 
 @dataclass
@@ -120,6 +140,9 @@ class JobResult:
             "settings": self.job.settings.to_dict(),
             "stats": stats,
             "size": [h, w],
+            # which path decoded it: a compiled bf16 step may sample differently from the eager one near a
+            # tie, so a seed redraws this picture only on the same path (Job.steps asks for it again)
+            "compiled": int(self.stats.get("compiled_forwards") or 0) > 0,
         }
         if self.score is not None:
             rec[fidelity.KEY] = float(self.score)

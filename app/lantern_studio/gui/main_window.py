@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -63,9 +64,10 @@ HISTORY_MIN_HEIGHT = 104  # at least: the history strip's search row and one row
 # HistoryGallery.least_height: the captioned cells may need more)
 FIRST_SIZE = QSize(1400, 880)  # the first window (no saved geometry): at most this big …
 FIRST_SHARE = 0.85  # … and this share of the screen's free area, centred in it
-# Generate ▸ Compiled decoding, until a person sets it: off, since the compile costs ~10-25 s at each model
-# load on a CPU (seconds once the compiler's disk cache holds it) and needs a C++ compiler
-COMPILED_DECODING_DEFAULT = False
+# Generate ▸ Compiled decoding, until a person sets it: on. The steps compile in the background after the
+# model is ready (a minute or more on a CPU the first time, about half that from the compile cache at a
+# relaunch) while Generate decodes eagerly; without a C++ compiler the status line says so once, stays eager
+COMPILED_DECODING_DEFAULT = True
 NEW_SEED_DEFAULT = True  # "New seed each Generate", until a person sets it: a new picture at every press
 
 _orphans: list = []  # job queues whose worker was still inside a model load at close: never destroyed
@@ -142,7 +144,8 @@ class MainWindow(QMainWindow):
         self.prefs.set_json("compiled_decoding", bool(on))
         self.jobs.set_compiled(bool(on))
         if on:
-            self.statusBar().showMessage("Compiling the decode steps for this model (once)…", 6000)
+            self.statusBar().showMessage("Compiling the decode steps in the background; Generate decodes eagerly "
+                                         "until they are in", 6000)
 
     def show_about(self) -> None:
         show_about(self)
@@ -320,7 +323,7 @@ class MainWindow(QMainWindow):
         self.cancel_action = self._action(g, "Cancel", self.cancel, ["Esc"])
         self._action(g, "Cancel all", self.cancel_all, ["Shift+Esc"])
         g.addSeparator()
-        self.compiled_action = self._action(g, "Compiled decoding (faster steps; compiles once per model)",
+        self.compiled_action = self._action(g, "Compiled decoding (faster steps; compiled in the background)",
                                             self.set_compiled_decoding, checkable=True)
         v = mb.addMenu("&View")
         self.overlay_action = self._action(v, "Decision overlay", self.canvas.set_overlay, ["Ctrl+D"], checkable=True)
@@ -352,6 +355,7 @@ class MainWindow(QMainWindow):
         q.model_loading.connect(self._model_loading)
         q.model_status.connect(self._model_status)
         q.model_ready.connect(self._model_ready)
+        q.steps_changed.connect(self._steps_changed)
         q.model_failed.connect(self._model_failed)
         q.job_started.connect(self._job_started)
         q.frame.connect(self._frame)
@@ -544,17 +548,22 @@ class MainWindow(QMainWindow):
             self.chart.clear()
             self._chart_from_history(info.name)
         self.setWindowTitle(info.name)  # Qt appends the application's display name: "emoji-64 — Lantern Studio"
-        steps = {"eager": "", "compiled": " · compiled"}.get(info.steps, " · eager (compiling failed)")
-        self.status_model.setText(f"{info.name} · {info.grid}×{info.grid} tokens · V={info.vocab_size} · "
-                                  f"{info.precision}{steps}")
-        why = "" if info.steps in ("eager", "compiled") else f"\n{info.steps}"
-        self.status_model.setToolTip(f"Weights and KV caches in {info.precision} (chosen automatically: bf16 where "
-                                     "the CPU or GPU multiplies bf16 natively, fp32 elsewhere); decode steps "
-                                     f"{'compiled' if info.steps == 'compiled' else 'eager'} "
-                                     f"(Generate ▸ Compiled decoding){why}")
+        self.status_model.setText(info.status_text())
+        self.status_model.setToolTip(info.status_tip())
         self.statusBar().showMessage(f"Model {info.name} ready", 4000)
         if self._banner_topic == "model":
             self.banner.dismiss()
+
+    def _steps_changed(self, spec, steps: str, doing: str) -> None:
+        """The background compile moved on (``doing``) or ended: the status line says how steps run now."""
+        if self.model_info is None or spec != self.model_info.spec:
+            return
+        changed = steps != self.model_info.steps
+        self.model_info = replace(self.model_info, steps=steps)
+        self.status_model.setText(self.model_info.status_text(doing))
+        self.status_model.setToolTip(self.model_info.status_tip())
+        if changed and steps == "compiled":
+            self.statusBar().showMessage("Decode steps compiled: the next Generate runs them", 6000)
 
     def _chart_from_history(self, model_name: str) -> None:
         if not self._store_open:  # the window closed while the model was still loading

@@ -17,13 +17,14 @@ import traceback
 from typing import Optional
 
 import numpy as np
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from ..engine.checkpoints import CheckpointError
 from ..engine.conditioners import NamedClasses, Snapper
 from ..engine.settings import SettingsError
 from ..engine.text import PromptError
 from ..models import load_pipeline
+from .compiled_steps import CompiledSteps
 from .jobs import UNFILLED, Frame, Job, JobResult, ModelInfo
 from .replay import Recording
 
@@ -48,13 +49,6 @@ def _snaps(pipe) -> bool:
     return isinstance(pipe.conditioner, Snapper)
 
 
-def _steps(pipe) -> str:
-    graphs = pipe.compiled
-    if graphs is None:
-        return "eager"
-    return graphs.note or "compiled"
-
-
 def _style_previews(pipe) -> Optional[dict]:
     folder = pipe.source.folder
     if folder is None:
@@ -77,6 +71,9 @@ class Answers(QObject):
     job_finished = Signal(object)  # JobResult
     job_cancelled = Signal(object)  # Job
     job_failed = Signal(object, str)  # Job, message
+    # spec, how jobs decode now (ModelInfo.steps: "eager", "compiled" or why compiling failed), and what the
+    # background compile is doing ("compiling decode steps… 1/2"; "" when nothing)
+    steps_changed = Signal(object, str, str)
 
 
 class _Outbox:
@@ -103,17 +100,27 @@ class _Quiet:
 
 
 class Worker(QObject):
+    _compile_ended = Signal()  # from the compile's thread; queued into this one (connected below)
+
     def __init__(self, answers: Optional[Answers] = None):
         super().__init__()
         self.answers = answers if answers is not None else Answers()
         self._out = _Outbox(self.answers)
+        self._compile_ended.connect(self._adopt_compiled, Qt.ConnectionType.QueuedConnection)
+        ended = _Quiet(self._compile_ended)  # the worker may be gone when a cancelled compile ends
+        self.steps = CompiledSteps(lambda message: self._out.steps_changed.emit(self.spec, self.steps.steps, message),
+                                   ended.emit)
         self.pipeline = None
         self.spec: Optional[str] = None
         self._loaded_spec = object()  # sentinel: nothing loaded
         self.max_fps = MAX_FPS
         self.warm = True  # warm the text encoder, neighbour table and decode path before saying ready
-        self.compiled = False  # decode through compiled steps (engine/compiled.py), compiled at load
         self._threads_set = False
+
+    @property
+    def compiled(self) -> bool:
+        """Whether jobs decode through compiled steps (engine/compiled.py) once they are compiled."""
+        return self.steps.wanted
 
     # ------------------------------------------------------------------ model
     def _ensure(self, spec: Optional[str]):
@@ -128,10 +135,11 @@ class Worker(QObject):
         if self.warm:
             # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
             pipe.warm_up(lambda message: self._out.model_status.emit(spec, message))
-        if self.compiled:
-            pipe.compile_steps(progress=lambda message: self._out.model_status.emit(spec, message))
         self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
-        self._out.model_ready.emit(self.info())
+        self._out.model_ready.emit(self.info())  # ready eagerly: compiled steps follow in the background
+        self.steps.model_loaded(pipe)  # a compile started there says so itself
+        if not self.steps.compiling:
+            self._say_steps()  # e.g. compiling failed earlier this session: the line says why
         return pipe
 
     def info(self) -> ModelInfo:
@@ -143,27 +151,30 @@ class Worker(QObject):
                          p.precision, _class_names(p), p.conditioner.match if snaps else None,
                          tuple(p.conditioner.offered_styles) if snaps else (),
                          p.conditioner.default_style if snaps else "", _style_previews(p) if snaps else None,
-                         _steps(p))
+                         self.steps.steps)
 
     @Slot(bool)
     def set_compiled(self, on: bool):
-        """Compiled decode steps on or off; a loaded model is compiled now (or goes back to eager)
-        and announced again, so the status line says how it decodes."""
-        self.compiled = bool(on)
-        p = self.pipeline
-        if p is None or (p.compiled is not None) == self.compiled:
-            return
-        try:
-            if self.compiled:
-                p.compile_steps(progress=lambda message: self._out.model_status.emit(self.spec, message))
-            else:
-                p.decode_eagerly()
-        except Exception as e:  # noqa: BLE001 - compiling falls back to eager inside; anything else is a banner
-            traceback.print_exc(file=sys.stderr)
-            p.decode_eagerly()
-            self._out.model_failed.emit(self.spec, f"compiled decoding failed: {e}")
-            return
-        self._out.model_ready.emit(self.info())
+        """Compiled decode steps on or off, between jobs: on compiles the loaded model's steps in the
+        background (jobs decode eagerly until they are in), off goes back to eager at once; the status
+        line hears how jobs decode now."""
+        self.steps.want(on)
+        if self.pipeline is not None:
+            self._say_steps()
+
+    @Slot()
+    def _adopt_compiled(self):
+        """The background compile ended (queued here, so never during a job): its twin decodes from the
+        next job on, or its failure is said once."""
+        if self.steps.adopt() and self.pipeline is not None:
+            self._say_steps()
+
+    def _say_steps(self) -> None:
+        self._out.steps_changed.emit(self.spec, self.steps.steps, self.steps.doing if self.steps.compiling else "")
+
+    def stop_compiling(self) -> None:
+        """At close (from the GUI thread): a background compile stops after its current graph, silently."""
+        self.steps.cancel()
 
     @Slot(object)
     def load_model(self, spec):
@@ -189,6 +200,11 @@ class Worker(QObject):
                 self.pipeline, self._loaded_spec = None, object()
                 self._out.model_failed.emit(job.model, f"{e}")
                 raise
+            before = self.steps.steps
+            # a compile that ended while the last job ran is in from this job on; a replayed record's path
+            pipe = self.steps.for_job(job.steps, job.cancel_event.is_set)
+            if self.steps.steps != before:
+                self._say_steps()
             result = self._decode(pipe, job)
         except (PromptError, SettingsError, CheckpointError) as e:
             self._out.job_failed.emit(job, str(e))

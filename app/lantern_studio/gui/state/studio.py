@@ -55,10 +55,13 @@ class Studio:
         self.canvas_finished = False  # the single canvas shows the finished picture (not a partial one)
         self.last_result: Optional[JobResult] = None
         self._groups = itertools.count(1)
+        # the history entry last opened: (prompt, settings, "compiled" | "eager"); a Generate of that prompt
+        # with those settings decodes on that entry's path, so its seed redraws its picture
+        self._replaying: Optional[tuple] = None
 
     # ------------------------------------------------------------------ requests
     def submit(self, prompt: str, settings: GenerationSettings, model: Optional[str]) -> Job:
-        job = Job(prompt, settings, model)
+        job = Job(prompt, settings, model, steps=self._path_for(prompt, settings))
         self.queue.add(job)
         return job
 
@@ -163,6 +166,15 @@ class Studio:
         self.view = SINGLE
         self.finished = Finished(image, record)
         self.canvas_finished = True
+        self._replaying = _path_of(record)
+
+    def _path_for(self, prompt: str, settings: GenerationSettings) -> Optional[str]:
+        """The decode path a Generate asks for: the opened history entry's, when it redraws that entry
+        (same prompt and settings, seed included); else None (Generate ▸ Compiled decoding decides)."""
+        if self._replaying is None:
+            return None
+        want_prompt, want_settings, path = self._replaying
+        return path if prompt == want_prompt and settings.to_dict() == want_settings else None
 
     def show_lane_result(self, side: str) -> Optional[Finished]:
         """The finished picture of one race lane (what dragging that lane exports), or None."""
@@ -170,3 +182,16 @@ class Studio:
             return None
         half = self.race.vanilla if side == VANILLA else self.race.lantern
         return None if half.result is None else Finished(half.result.image, jsonable(half.result.record()), half.job.id)
+
+
+def _path_of(record: dict) -> Optional[tuple]:
+    """(prompt, settings as a dict, "compiled" | "eager") of a record that says how it decoded (records from
+    before the studio kept ``compiled`` do not: None)."""
+    compiled = record.get("compiled")
+    if not isinstance(compiled, bool):
+        return None
+    try:
+        settings = GenerationSettings.from_dict(record.get("settings", {})).to_dict()
+    except (TypeError, ValueError):
+        return None
+    return record.get("prompt", ""), settings, "compiled" if compiled else "eager"
