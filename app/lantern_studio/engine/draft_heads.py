@@ -11,7 +11,11 @@ next-token distribution at h.
 
 All K drafts come from the features the verify already computed: drafting adds no
 sequential forward of anything (``Drafter.forwards`` stays 0). The heads' evaluations
-are counted apart, in ``head_calls`` (one per round, all heads at once).
+are counted apart, in ``head_calls`` (one per round, all heads at once). Their cost is
+reading their weights once a round (a one-row product is bound by memory): next to a
+small target that is not nothing — K = 4 heads of hidden 256 are ~0.8 M parameters
+beside the bundled model's ~5 M, about a fifth of a verify on a CPU — while next to a
+LlamaGen-sized target it is negligible; a smaller ``hidden`` buys it back.
 
 Each draft is sampled from its head's distribution after the same sampling transform
 the target's p goes through (guidance, temperature, top-k, top-p), and that
@@ -67,7 +71,8 @@ class DraftHeads(nn.Module):
     def forward(self, h: torch.Tensor, e: torch.Tensor, n: Optional[int] = None) -> torch.Tensor:
         """h, e (..., dim) → (..., n, dim): the first ``n`` heads' features (default all K)."""
         x = torch.cat([h, e], dim=-1)
-        return torch.stack([head(x, h) for head in self.heads[: self.n_heads if n is None else n]], dim=-2)
+        heads = list(self.heads)[: self.n_heads if n is None else n]  # (slicing the ModuleList builds a new one)
+        return torch.stack([head(x, h) for head in heads], dim=-2)
 
 
 class HeadsDrafter(Drafter):
