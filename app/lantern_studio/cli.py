@@ -53,7 +53,7 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta-decay", type=float, default=None,
                    help="tighten δ along each draft chain: the i-th draft of a verification gets δ·decay^i "
                         "(1 = the same δ for every draft; in [0, 1])")
-    p.add_argument("--drafter", choices=["none", "jacobi", "eagle"], default=None)
+    p.add_argument("--drafter", choices=["none", "jacobi", "eagle", "heads"], default=None)
     p.add_argument("--draft-length", type=int, default=None)
     p.add_argument("--cfg", type=float, default=None, help="classifier-free guidance scale")
     p.add_argument("--temperature", type=float, default=None)
@@ -243,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("vq", ".training.vq", "train the VQ tokenizer"),
         ("ar", ".training.ar", "train the AR model"),
         ("drafter", ".training.drafter", "train the EAGLE drafter on the AR model's features"),
+        ("heads", ".training.heads", "train parallel draft heads on a model folder's target"),
         ("recogniser", ".training.recogniser", "train the quality recogniser on real images"),
         ("ship", ".training.ship", "assemble the bundled model folder from trained runs"),
         ("validate", ".training.validation", "draw validation classes with a class model and score them"),

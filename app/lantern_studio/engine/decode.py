@@ -52,7 +52,8 @@ class DecodeStats:
     tokens: int = 0
     target_forwards: int = 0  # image-token forwards (the prefill is counted apart)
     compiled_forwards: int = 0  # of those, how many ran a compiled graph (engine/compiled.py)
-    drafter_forwards: int = 0
+    drafter_forwards: int = 0  # the drafter's sequential forwards (EAGLE: one a draft; Jacobi, heads: none)
+    drafter_head_calls: int = 0  # parallel draft heads evaluated on the verify's features (one a round)
     drafted: int = 0
     accepted: int = 0
     accepted_relaxed: int = 0
@@ -228,6 +229,7 @@ class Decoding:
                 want = min(want, drafter.max_draft)
             drafts, q = drafter.propose(ctx, want)
             s.drafter_forwards = drafter.forwards
+            s.drafter_head_calls = drafter.head_calls
             t_draft = time.perf_counter()
             s.drafter_seconds += t_draft - t
             inp = torch.cat([self.tokens[n - 1 : n], drafts]).expand(rows, -1)

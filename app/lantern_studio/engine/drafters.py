@@ -16,6 +16,8 @@ them, ``observe`` tells the drafter what was kept.
 * :class:`EagleDrafter` — a learned one-layer head over the target's last
   hidden state and the next token's embedding (EAGLE), sharing the target's
   token embedding, rotary table and output head.
+* :class:`~.draft_heads.HeadsDrafter` (engine/draft_heads.py) — Medusa-style
+  parallel heads on the verify's own features: no sequential forward at all.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ class DecodeContext:
 
 
 class Drafter:
-    """Interface. ``forwards`` counts the drafter's own forward passes."""
+    """Interface. ``forwards`` counts the drafter's own (sequential) forward passes; ``head_calls`` the
+    evaluations of heads over features the verify already computed (parallel heads: one a round)."""
 
     name = "none"
     sampled = True  # drafts drawn from q (False: deterministic, q = 1)
@@ -59,9 +62,11 @@ class Drafter:
 
     def __init__(self):
         self.forwards = 0
+        self.head_calls = 0
 
     def start(self, ctx: DecodeContext) -> None:
         self.forwards = 0
+        self.head_calls = 0
 
     def propose(self, ctx: DecodeContext, n: int):
         raise NotImplementedError

@@ -1,8 +1,8 @@
 """A whole text/class → image generator: conditioning, decoding, pixels.
 
 :class:`ImagePipeline` bundles a target GPT, a VQ tokenizer, a conditioner and
-(optionally) a learned drafter head, and hands out :class:`Decoding` runs. What
-a loaded model is beyond its networks — where it came from
+(optionally) learned drafters (an EAGLE head, parallel draft heads), and hands
+out :class:`Decoding` runs. What a loaded model is beyond its networks — where it came from
 (:class:`ModelSource`) and how to score its pictures (a scorer) — is declared
 here too and filled in by the loader (``models/``). It holds no global state
 and never imports Qt.
@@ -22,6 +22,7 @@ import torch
 from .neighbours import ProximityTable
 from .decode import Decoding, DecodeStats, StepEvent
 from .drafters import Drafter, EagleDrafter, EagleHead, JacobiDrafter
+from .draft_heads import DraftHeads, HeadsDrafter
 from . import precision as _precision
 from .compiled import StepGraphs
 from .model import Transformer
@@ -78,12 +79,14 @@ class ImagePipeline:
         table_cache: Optional[Path] = None,
         source: Optional[ModelSource] = None,
         scorer: Optional[Scorer] = None,
+        heads: Optional[DraftHeads] = None,
     ):
         self.gpt = gpt.eval()
         self.runner = Runner(self.gpt)  # the decode loop's fast path over the target (engine/runner.py)
         self.vq = vq.eval()
         self.conditioner = conditioner
         self.eagle = eagle.eval() if eagle is not None else None
+        self.heads = heads.eval() if heads is not None else None  # parallel draft heads (engine/draft_heads.py)
         self.defaults = defaults or GenerationSettings()
         self.name = name
         self._table_cache = table_cache
@@ -102,7 +105,8 @@ class ImagePipeline:
 
     @property
     def drafters(self) -> tuple:
-        return ("none", "jacobi", "eagle") if self.eagle is not None else ("none", "jacobi")
+        learned = (("eagle",) if self.eagle is not None else ()) + (("heads",) if self.heads is not None else ())
+        return ("none", "jacobi") + learned
 
     @property
     def table(self) -> ProximityTable:
@@ -115,6 +119,8 @@ class ImagePipeline:
         self.vq.to(device)
         if self.eagle is not None:
             self.eagle.to(device)
+        if self.heads is not None:
+            self.heads.to(device)
         self._new_runner()  # its fused weights are copies: made again where the weights now are
         return self
 
@@ -126,6 +132,8 @@ class ImagePipeline:
         _precision.cast_transformer(self.gpt, dtype)
         if self.eagle is not None:
             _precision.cast_transformer(self.eagle, dtype)
+        if self.heads is not None:
+            _precision.cast_transformer(self.heads, dtype)
         self._new_runner()  # fused copies of the cast weights
         return self
 
@@ -149,6 +157,8 @@ class ImagePipeline:
         other.runner = Runner(other.gpt)
         if self.eagle is not None:
             other.eagle = _precision.cast_transformer(copy.deepcopy(self.eagle), dtype)
+        if self.heads is not None:
+            other.heads = _precision.cast_transformer(copy.deepcopy(self.heads), dtype)
         return other
 
     def compile_steps(self, widths: Optional[Sequence[int]] = None, warm: bool = True,
@@ -238,6 +248,10 @@ class ImagePipeline:
             return None
         if settings.drafter == "jacobi":
             return JacobiDrafter(coupled=settings.coupling)
+        if settings.drafter == "heads":
+            if self.heads is None:
+                raise SettingsError("drafter", f"model {self.name!r} has no draft heads; use 'jacobi' or 'none'")
+            return HeadsDrafter(self.heads)
         if self.eagle is None:
             raise SettingsError("drafter", f"model {self.name!r} has no learned drafter; use 'jacobi' or 'none'")
         return EagleDrafter(self.eagle)

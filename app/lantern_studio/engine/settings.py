@@ -10,7 +10,7 @@ from typing import Optional
 from .relaxation import BOUNDS, Relaxation, combination_problem, kind_of
 from .sampling import SamplingParams
 
-DRAFTERS = ("none", "jacobi", "eagle")
+DRAFTERS = ("none", "jacobi", "eagle", "heads")
 # Ranges past which sampling is numerically meaningless (logits overflow to inf,
 # or the nucleus is below float resolution); every setting is checked here only.
 MAX_CFG = 100.0
@@ -36,7 +36,7 @@ class GenerationSettings:
     top_p: float = 1.0
     cfg_scale: float = 1.0
     greedy: bool = False
-    drafter: str = "none"  # none | jacobi | eagle
+    drafter: str = "none"  # none | jacobi | eagle | heads (draft_length past what a drafter drafts is clamped)
     draft_length: int = 8
     k: int = 0  # LANTERN neighbour count
     delta: float = 0.0  # LANTERN total-variation bound

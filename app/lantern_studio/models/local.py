@@ -5,6 +5,7 @@ lives on disk. The bundled model in ``resources/models/`` is one of these.
 
     {"format": "lantern-studio-model/1", "name": "...",
      "gpt": "gpt.safetensors", "vq": "vq.safetensors", "eagle": "eagle.safetensors",
+     "heads": "heads.safetensors" (optional parallel draft heads, engine/draft_heads.py),
      "conditioning": {"kind": "caption", "encoder": "minilm" | "hash", "length": 24, "dim": 384}
                    | {"kind": "class", "names": [...]}
                    | {"kind": "class", "factorised": true, "identities": "identities.json", ...} (models/classes.py),
@@ -26,6 +27,7 @@ from ..engine.checkpoints import (CheckpointError, load_gpt, load_state_strict, 
                                   save_weights, stored_as)
 from ..engine.files import atomic_write, sha256_file
 from ..engine.drafters import EagleHead
+from ..engine.draft_heads import KIND as HEADS_KIND, DraftHeads
 from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.snap import IdentityConditioner
@@ -80,7 +82,7 @@ def read_manifest(folder) -> dict:
     for key in ("gpt", "vq"):
         if not isinstance(man.get(key), str):
             raise _bad(folder, f'"{key}" must name a weights file, got {man.get(key)!r}')
-    for key in ("eagle", "recogniser", "name"):
+    for key in ("eagle", "heads", "recogniser", "name"):
         if man.get(key) is not None and not isinstance(man[key], str):
             raise _bad(folder, f'"{key}" must be a string, got {type(man[key]).__name__}')
     for key, kind in (("conditioning", dict), ("defaults", dict), ("files", dict), ("extra_files", list)):
@@ -265,6 +267,33 @@ def load_eagle(path, gpt_config) -> EagleHead:
     return head.eval()
 
 
+def load_heads(path, gpt_config) -> DraftHeads:
+    """A heads file (kind "heads", its K and hidden size in the metadata) for a target of ``gpt_config``;
+    every problem is a CheckpointError naming the file."""
+    sd, config = load_weights(path, HEADS_KIND)
+    try:
+        heads = DraftHeads.from_config(config)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: bad draft-heads configuration {config!r} ({type(e).__name__}: {e})") from None
+    if heads.dim != gpt_config.dim:
+        raise CheckpointError(f"{path}: draft heads of width {heads.dim}, but the GPT's features are {gpt_config.dim} wide")
+    load_state_strict(heads, sd, path)
+    return heads.eval()
+
+
+def install_heads(folder, heads_file) -> dict:
+    """Copy a heads file into a model folder as ``heads.safetensors``, named and hashed in its model.json
+    (checked by loading it against the folder's GPT first) → the new manifest."""
+    folder = Path(folder)
+    man = read_manifest(folder)
+    load_heads(heads_file, load_gpt(folder_file(folder, man["gpt"], "gpt")).config)
+    atomic_write(folder / "heads.safetensors", lambda p: shutil.copyfile(heads_file, p))
+    man["heads"] = "heads.safetensors"
+    man["files"] = {**(man.get("files") or {}), "heads.safetensors": sha256_file(folder / "heads.safetensors")}
+    atomic_write(folder / "model.json", lambda p: Path(p).write_text(json.dumps(man, indent=2, sort_keys=True)))
+    return man
+
+
 def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) -> ImagePipeline:
     """Model folder → ImagePipeline. ``verify`` checks file hashes against model.json
     (remembered per file by size and mtime). Every problem is a CheckpointError
@@ -284,6 +313,7 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
         raise CheckpointError(f"{folder / man['vq']}: codebook of {vq.config.codebook_size} codes, but "
                               f"{man['gpt']} predicts {gpt.vocab_size} tokens")
     eagle = load_eagle(folder_file(folder, man["eagle"], "eagle"), gpt.config) if man.get("eagle") else None
+    heads = load_heads(folder_file(folder, man["heads"], "heads"), gpt.config) if man.get("heads") else None
     try:
         defaults = GenerationSettings.from_dict(man.get("defaults", {})).validate(gpt.vocab_size)
     except (SettingsError, TypeError) as e:
@@ -302,6 +332,7 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
     pipe = ImagePipeline(
         gpt, vq, conditioner, eagle, defaults, man.get("name", folder.name),
         table_cache=cache_dir() / "neighbours", source=ModelSource(folder=folder, manifest=man), scorer=scorer,
+        heads=heads,
     )
     if device:
         pipe.to(device)

@@ -27,6 +27,9 @@ JACOBI_DECAY = ((64, 0.4, 0.7, 12), (64, 0.4, 0.5, 12), (256, 0.6, 0.5, 12))
 STEP_RELAXED = JACOBI_RELAXED  # the step bound at LANTERN's Jacobi points (equal δ), ...
 STEP_ADAPTIVE = ((256, 0.4),)  # ... and with entropy-adaptive δ
 QUICK_LANTERN = ((64, 0.1), (256, 0.4))
+# Parallel draft heads (engine/draft_heads.py), where the model has them: (k, δ, K drafts a round); δ = 0 is
+# exact. K past the heads the model ships is clamped to them (HeadsDrafter.max_draft).
+HEADS_POINTS = ((0, 0.0, 4), (64, 0.2, 4), (256, 0.4, 4), (0, 0.0, 6), (64, 0.2, 6))
 
 
 def _fmt_num(x: float) -> str:
@@ -39,6 +42,7 @@ class Method:
 
     name: str
     family: str  # vanilla | exact | lantern | lantern++ | jacobi-relaxed | step
+    # (names: exact-heads-K4, lantern-heads-k64-d0.2-K4 for parallel draft heads drafting K a round)
     drafter: str = "none"
     k: int = 0
     delta: float = 0.0
@@ -94,6 +98,15 @@ def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupli
                   coupling=coupling, draft_length=draft_length, decay=float(decay))
 
 
+def heads_method(k: int, delta: float, drafts: int) -> Method:
+    """Parallel draft heads drafting ``drafts`` tokens a round: ``exact-heads-K4`` at δ = 0,
+    ``lantern-heads-k64-d0.2-K4`` relaxed."""
+    if delta == 0.0 or k == 0:
+        return Method(f"exact-heads-K{drafts}", "exact", "heads", draft_length=drafts)
+    return Method(f"lantern-heads-k{k}-d{_fmt_num(delta)}-K{drafts}", "lantern", "heads", k, float(delta),
+                  draft_length=drafts)
+
+
 def _step(drafter: str, k: int, delta: float, adaptive: bool = False) -> Method:
     return Method(f"step-{drafter}-k{k}-d{_fmt_num(delta)}{'-ad' if adaptive else ''}", "step", drafter, k,
                   float(delta), bound="step", adaptive=adaptive)
@@ -127,6 +140,8 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
         out += [_lantern(relaxed, clip(k), d) for k in ks for d in deltas]
         out += [_plus(relaxed, clip(PLUS_K), lam) for lam in lams]
     out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed") for k, d in JACOBI_RELAXED[: 1 if quick else None]]
+    if "heads" in drafters:
+        out += [heads_method(clip(k), d, n) for k, d, n in HEADS_POINTS[: 2 if quick else None]]
     if not quick:  # the uncoupled SJD baseline MC-SJD's coupling is measured against; long coupled windows
         out += [Method(f"exact-jacobi-L{n}", "exact", "jacobi", draft_length=n) if k == 0 else
                 _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_LONG]

@@ -1,0 +1,123 @@
+"""``train heads``: trains parallel draft heads on a tiny class model's pack, resumes, exports, installs
+them into the model folder (the pipeline then offers and decodes with drafter "heads"), and bad input
+(a corrupt heads file, a missing pack) is one clear line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from lantern_studio.cli import main
+from lantern_studio.engine.checkpoints import CheckpointError
+from lantern_studio.engine.settings import GenerationSettings
+from lantern_studio.models.local import install_heads, load_model_dir
+from lantern_studio.training.ar import write_pack
+from lantern_studio.training.prepared import ClassPrep
+from support.tiny import tiny_v3_folder
+
+
+@pytest.fixture
+def model_and_pack(tmp_path):
+    """A tiny factorised class model (12 codes, 4x4 tokens, 4 identities, 2 styles) and a pack of
+    24 rows of its kind (random tokens: the heads learn the target's own distributions on them)."""
+    torch.set_num_threads(1)
+    folder = tiny_v3_folder(tmp_path / "model")
+    g = torch.Generator().manual_seed(0)
+    n = 24
+    cond = torch.stack([torch.arange(n) % 4, torch.arange(n) % 2, torch.zeros(n, dtype=torch.long)], 1)
+    prep = ClassPrep(codes=torch.randint(0, 12, (1, n, 4, 4), generator=g).to(torch.int16), cond=cond,
+                     train=torch.ones(n, dtype=torch.bool), weights=torch.ones(n, dtype=torch.float64), vocab_size=12,
+                     grid=4, vocabulary=(folder / "identities.json").read_text(), identities=4, styles=["a", "b"],
+                     tones=[])
+    write_pack(prep, tmp_path / "pack.pt")
+    return folder, tmp_path / "pack.pt"
+
+
+def _argv(folder, pack, run, steps, *extra):
+    return ["train", "heads", "--model", str(folder), "--pack", str(pack), "--run", str(run), "--steps", str(steps),
+            "--heads", "3", "--hidden", "16", "--batch", "4", "--lr", "1e-2", "--warmup", "1", "--eval-every", "4",
+            "--eval-images", "4", "--log-every", "1", "--threads", "1", *extra]
+
+
+def test_train_heads_runs_resumes_exports_and_the_pipeline_decodes_with_them(model_and_pack, tmp_path, capsys):
+    folder, pack = model_and_pack
+    run = tmp_path / "run"
+    assert main(_argv(folder, pack, run, 4)) == 0
+    assert (run / "heads.safetensors").is_file()
+    first = json.loads((run / "metrics.json").read_text())
+    assert first["step"] == 4 and len(first["heldout_accept"]) == 3 and first["heads"] == 3
+    # a larger --steps resumes from the checkpoint, not from 0; the held-out objective went down
+    assert main(_argv(folder, pack, run, 16, "--into", str(folder))) == 0
+    log = (run / "log.txt").read_text()
+    assert "resumed from step 4" in log
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["step"] == 16
+    losses = [h["heldout_loss"] for h in m["history"] if "heldout_loss" in h]
+    assert losses[-1] < losses[0]
+    # --export rewrites the export from the checkpoint alone
+    (run / "heads.safetensors").unlink()
+    assert main(_argv(folder, pack, run, 16, "--export")) == 0
+    assert (run / "heads.safetensors").is_file()
+
+    # installed by --into: named and hashed in model.json, offered and used by the pipeline
+    man = json.loads((folder / "model.json").read_text())
+    assert man["heads"] == "heads.safetensors" and "heads.safetensors" in man["files"]
+    pipe = load_model_dir(folder)
+    assert "heads" in pipe.drafters and pipe.heads.n_heads == 3
+    s = pipe.defaults.with_(drafter="heads", draft_length=8, seed=2)
+    result = pipe.generate("sun", s)
+    assert result.stats.tokens == 16 and result.stats.drafter_forwards == 0
+    assert result.stats.drafter_head_calls == result.stats.target_forwards
+    assert max(1, result.stats.drafted) <= 3 * result.stats.target_forwards  # at most K drafts a round
+
+
+def test_a_corrupt_heads_file_is_one_clear_error(model_and_pack, tmp_path, capsys):
+    folder, _ = model_and_pack
+    good = tmp_path / "good.safetensors"
+    from lantern_studio.engine.checkpoints import save_weights
+    from lantern_studio.engine.draft_heads import DraftHeads
+
+    save_weights(DraftHeads(32, 2, 8), good, DraftHeads(32, 2, 8).config, "heads")
+    install_heads(folder, good)
+    assert "heads" in load_model_dir(folder).drafters
+    # bytes changed after install: the hash check names the file
+    data = bytearray((folder / "heads.safetensors").read_bytes())
+    data[-3] ^= 0xFF
+    (folder / "heads.safetensors").write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="heads.safetensors: sha256 does not match"):
+        load_model_dir(folder)
+    # a torn file installed as such: one line naming it, through the CLI too
+    torn = tmp_path / "torn.safetensors"
+    torn.write_bytes(b"PK\x03\x04 torn")
+    with pytest.raises(CheckpointError, match="torn.safetensors: not a readable safetensors file"):
+        install_heads(folder, torn)
+    other = tmp_path / "other"
+    shutil.copytree(folder, other)
+    man = json.loads((other / "model.json").read_text())
+    (other / "heads.safetensors").write_bytes(b"PK\x03\x04 torn")
+    man["files"].pop("heads.safetensors")
+    (other / "model.json").write_text(json.dumps(man))
+    capsys.readouterr()
+    assert main(["generate", "--model", str(other), "--drafter", "heads", "--out", str(tmp_path / "x.png"),
+                 "sun"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "heads.safetensors" in lines[0], lines
+    # heads for another width are refused by name
+    save_weights(DraftHeads(16, 2, 8), good, DraftHeads(16, 2, 8).config, "heads")
+    with pytest.raises(CheckpointError, match="width 16"):
+        install_heads(folder, good)
+    assert GenerationSettings(drafter="heads").validate().drafter == "heads"
+
+
+def test_train_heads_bad_input_is_one_line_and_exit_2(model_and_pack, tmp_path, capsys):
+    folder, pack = model_and_pack
+    capsys.readouterr()
+    for argv, name in [(_argv(folder, tmp_path / "missing.pt", tmp_path / "r1", 2), "missing.pt"),
+                       (_argv(tmp_path / "nowhere", pack, tmp_path / "r2", 2), "nowhere"),
+                       (_argv(folder, pack, tmp_path / "r3", 2, "--export"), "no checkpoint")]:
+        assert main(argv) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lantern-studio: ") and name in lines[0], lines
