@@ -405,3 +405,82 @@ def test_dragging_the_picture_out_writes_what_export_writes(qtbot, tiny, tmp_pat
     with Image.open(lane) as img:
         assert img.size == (8 * wd, 8 * h) and img.text["parameters"].startswith("drag me")
         assert (np.asarray(img)[::8, ::8] == w.race.pair.vanilla.result.image).all()
+
+
+# ---------------------------------------------------------------------------------------- 4. Generate ×4
+
+
+def run_variations(qtbot, w, prompt="a red heart"):
+    """Generate ×4 by its button; waits until the four have ended. The set."""
+    w.controls.set_prompt(prompt)
+    qtbot.mouseClick(w.controls.variations_button, Qt.MouseButton.LeftButton)
+    v = w.studio.variations
+    assert v is not None and v.prompt == prompt.strip(), w.banner.text()
+    qtbot.waitUntil(lambda: v.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.wait(20)
+    return v
+
+
+def test_generate_x4_decodes_four_new_seeds_into_a_grid_and_a_click_makes_one_current(qtbot, tiny):
+    from lantern_studio.export import read_png_record
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    assert c.variations_button.text() == "×4" and c.variations_button.parent() is c.generate_button.parent()
+    assert w.variations_action.shortcut().toString() == "Ctrl+4" and "Generate ×4" in w.variations_action.text()
+    c.new_seed.setChecked(False)  # four new seeds whatever the choice says
+    c.seed.setValue(1234)
+    frames = []
+    w.jobs.answers.frame.connect(lambda f: frames.append(f.job_id))
+    v = run_variations(qtbot, w, "a red heart")
+    jobs = [cell.job for cell in v.cells]
+    seeds = [j.settings.seed for j in jobs]
+    assert len(set(seeds)) == 4 and 1234 not in seeds and [j.id for j in w.started_jobs] == [j.id for j in jobs]
+    assert all(j.settings.with_(seed=0) == jobs[0].settings.with_(seed=0) and j.prompt == "a red heart" for j in jobs)
+    assert all(j.id in frames for j in jobs)  # each filled in as it decoded
+    # the grid: each cell its own picture and its seed; each seed recorded in its history row and PNG
+    assert w.views.currentWidget() is w.variations_view and all(cell.done for cell in v.cells)
+    for cell, shown in zip(v.cells, w.variations_view.cells):
+        assert np.array_equal(shown.image, cell.result.image) and f"seed {cell.seed} · done" in shown.caption.text()
+        entry = w.store.get(cell.entry_id)
+        assert entry.settings["seed"] == cell.seed == read_png_record(entry.path)["settings"]["seed"]
+    assert "4 of 4 done" in w.variations_view.title.text()
+    # a click on the third: the canvas, stats, seed box and history selection show it, as a history click does
+    third = v.cells[2]
+    qtbot.mouseClick(w.variations_view.cells[2].view, Qt.MouseButton.LeftButton)
+    assert w.views.currentWidget() is w.single_view and np.array_equal(w.canvas.image, third.result.image)
+    assert c.seed.value() == third.seed and not c.new_seed.isChecked()  # Generate redraws this one
+    assert w.stats.run_label.text().startswith(f"Variation 3 of 4 · seed {third.seed}")
+    assert w.gallery.selected().id == third.entry_id and w.finished_record["settings"]["seed"] == third.seed
+    assert np.array_equal(w.finished_image, third.result.image) and w.variations_view.cells[2].chosen
+    assert f"seed {third.seed}" in w.statusBar().currentMessage()
+    # ⊞ Variations: back to the grid, the chosen one framed and still what Save exports
+    assert w.back_to_grid.isVisibleTo(w)
+    qtbot.mouseClick(w.back_to_grid, Qt.MouseButton.LeftButton)
+    assert w.views.currentWidget() is w.variations_view and not w.back_to_grid.isVisibleTo(w)
+    assert w.finished_record["settings"]["seed"] == third.seed
+    # a plain Generate brings the single canvas back
+    job, _ = run_job(qtbot, w, "a red heart")
+    assert w.views.currentWidget() is w.single_view and job.settings.seed == third.seed
+
+
+def test_a_variation_still_decoding_cannot_be_chosen_and_esc_stops_the_rest(qtbot, tiny, monkeypatch):
+    import time
+
+    w = open_window(qtbot, tiny)
+    on_steps(monkeypatch, lambda job, ev: time.sleep(0.03))
+    w.controls.set_prompt("stop the rest")
+    v = w.generate_variations()
+    first = v.cells[0].job
+    qtbot.waitUntil(lambda: v.cells[0].state == "running" and w.variations_view.cells[0].image is not None,
+                    timeout=WAIT)
+    assert w.views.currentWidget() is w.variations_view
+    assert not w.choose_variation(0) and w.views.currentWidget() is w.variations_view  # not done yet
+    assert "running" in w.statusBar().currentMessage()
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: v.ended and not w.jobs.busy, timeout=WAIT)
+    assert [j.id for j in w.started_jobs] == [first.id]  # the three waiting never ran
+    assert [cell.state for cell in v.cells] == ["cancelled"] * 4
+    assert all("cancelled" in cell.caption.text() for cell in w.variations_view.cells)
+    assert w.stats.run_label.text().startswith(f"Cancelled #{first.id}")
+
