@@ -49,13 +49,13 @@ def test_the_first_window_fits_the_screen_it_opens_on(qtbot, tiny, monkeypatch, 
     for part in (w.controls, w.canvas, w.stats, w.gallery, w.statusBar()):
         top_left = part.mapTo(w, QPoint(0, 0))
         assert w.rect().contains(QRect(top_left, part.size()).topLeft()), type(part).__name__
-    # too narrow for three columns: settings and results share one column as tabs, beside the canvas
+    # too narrow for three columns: settings, results and the history share one column as tabs, beside the canvas
     assert w.narrow == (g.width() < w.three_columns_width)
     if w.narrow:
-        assert w.top_split.count() == 2 and w.side_tabs.count() == 2
-        assert [w.side_tabs.tabText(i) for i in range(2)] == ["Settings", "Results"]
+        assert w.top_split.count() == 2 and w.side_tabs.count() == 3 and w.main_split.count() == 1
+        assert [w.side_tabs.tabText(i) for i in range(3)] == ["Settings", "Results", "History"]
     else:
-        assert w.top_split.count() == 3
+        assert w.top_split.count() == 3 and w.main_split.widget(1) is w.gallery
     assert sideways(w) == []
 
 
@@ -484,3 +484,40 @@ def test_a_variation_still_decoding_cannot_be_chosen_and_esc_stops_the_rest(qtbo
     assert all("cancelled" in cell.caption.text() for cell in w.variations_view.cells)
     assert w.stats.run_label.text().startswith(f"Cancelled #{first.id}")
 
+
+@pytest.mark.parametrize("screen", [(900, 600), (1100, 750)])
+def test_on_a_small_screen_the_canvas_gets_most_of_the_height_and_keeps_it_after_a_generate_x4(
+        qtbot, tiny, monkeypatch, screen):
+    """At 900×600 the history strip took the bottom third and squashed the canvas to a strip (16 % of the
+    window's height): in a narrow window the history is a tab and the queue one line."""
+    from lantern_studio.gui.variations_view import CELL_LEAST
+
+    fake_screen(monkeypatch, *screen)
+    w = open_window(qtbot, tiny)
+    qtbot.wait(20)
+    size = (w.width(), w.height())
+    assert w.narrow and w.side_tabs.tabText(2) == "History" and not w.queue_view.list.isVisibleTo(w)
+    assert w.canvas.height() >= 0.55 * w.height(), (w.canvas.height(), w.height())
+    assert w.canvas.view.height() >= w.canvas.view.least.height()  # never below its readable minimum
+    for other in (w.replay, w.export_bar, w.queue_view):
+        assert w.canvas.height() > 3 * other.height(), type(other).__name__
+    run_job(qtbot, w, "one first")
+    run_variations(qtbot, w, "a lantern-lit harbour at night with boats, gulls and a lighthouse " * 2)
+    assert w.views.currentWidget() is w.variations_view and sideways(w) == []
+    assert w.views.height() >= 0.55 * w.height() and (w.width(), w.height()) == size
+    for cell in w.variations_view.cells:
+        assert cell.view.width() >= CELL_LEAST.width() and cell.view.height() >= CELL_LEAST.height()
+        assert cell.view.target_rect().height() >= 64  # each picture at least its own size (scale 1)
+    # the history tab holds all five, and scrolls only up and down
+    w.side_tabs.setCurrentWidget(w.gallery)
+    qtbot.wait(20)
+    assert w.gallery.model.rowCount() == 5 and sideways(w) == []
+    qtbot.mouseClick(w.variations_view.cells[1].view, Qt.MouseButton.LeftButton)
+    qtbot.wait(20)
+    assert w.gallery.selected().id == w.studio.variations.cells[1].entry_id and sideways(w) == []
+    assert w.canvas.height() >= 0.55 * w.height()
+    # wide again: the history strip is back under the three columns, the queue with its list
+    w.resize(1400, 880)
+    qtbot.wait(20)
+    assert not w.narrow and w.main_split.widget(1) is w.gallery and w.gallery.isVisibleTo(w)
+    assert w.queue_view.list.isVisibleTo(w) and w.side_tabs.count() == 0 and sideways(w) == []

@@ -158,6 +158,7 @@ class ControlsPanel(QWidget):
         self.history = QComboBox()
         self.history.setToolTip(tt.HISTORY)
         self.history.addItem("Recent prompts…")
+        _narrow_combo(self.history, 20)  # a long recent prompt must not widen the column (the list shows it whole)
         self.history.activated.connect(self._history_picked)
         v.addWidget(self.history)
 

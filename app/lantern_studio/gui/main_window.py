@@ -5,10 +5,11 @@
     └──────────────────── history gallery ──────────────[ banner ]─┘
     (the banner floats over the lower right corner: it moves nothing)
 
-A window too narrow for three columns (``three_columns_width``) shows two: the controls and the results
-(stats, Compare, chart) become two tabs of one side column beside the canvas. Neither side column ever
-scrolls sideways: their contents elide or wrap to the column's width, and a column is never narrower than
-what it holds.
+A window too narrow for three columns (``three_columns_width``) shows two: the controls, the results
+(stats, Compare, chart) and the history become three tabs of one side column beside the canvas, and the
+queue shows its title line alone, so that the canvas keeps most of the height of a small screen (the
+history strip took a third of a 900×600 one). Neither side column ever scrolls sideways: their contents
+elide or wrap to the column's width, and a column is never narrower than what it holds.
 
 The canvas column shows one of three views: the single canvas (a Generate, a history image); while a
 Compare runs and after it, the race (gui/race_view.py): vanilla and LANTERN on two canvases side by side;
@@ -274,7 +275,8 @@ class MainWindow(QMainWindow):
             self.top_split.setStretchFactor(i, 1 if self.top_split.widget(i) is self.middle else 0)
 
     def _arrange(self) -> None:
-        """Three columns where they fit, else the side columns as tabs (Settings, Results) beside the canvas."""
+        """Three columns over the history strip where they fit; else the side columns and the history as tabs
+        (Settings, Results, History) beside the canvas, and the queue on one line: the canvas the largest thing."""
         narrow = self.width() < self.three_columns_width
         if narrow == self.narrow:
             return
@@ -285,6 +287,9 @@ class MainWindow(QMainWindow):
             self.side_tabs.addTab(self.controls_scroll, "Settings")
             self.side_tabs.addTab(self.right_scroll, "Results")
             self.side_tabs.setTabToolTip(1, "This run's numbers, the Compare result and the trade-off chart")
+            self.side_tabs.addTab(self.gallery, "History")
+            self.side_tabs.setTabToolTip(2, "Every finished image: click one to restore it")
+            self.queue_view.set_compact(True)
             self.top_split.insertWidget(0, self.side_tabs)
             self.side_tabs.show()
             side = self._side_width()
@@ -292,6 +297,8 @@ class MainWindow(QMainWindow):
         else:
             self.top_split.insertWidget(0, self.controls_scroll)
             self.top_split.addWidget(self.right_scroll)
+            self._history_strip()
+            self.queue_view.set_compact(False)
             self.side_tabs.hide()
             self.side_tabs.setParent(None)
             self.controls_scroll.show()
@@ -302,6 +309,15 @@ class MainWindow(QMainWindow):
                 sizes = [left, max(1, self.top_split.width() - left - right), right]
             self.top_split.setSizes(sizes)
         self._set_stretch()
+
+    def _history_strip(self) -> None:
+        """The history back under the three columns, as tall as one row of whole captioned thumbnails."""
+        self.main_split.addWidget(self.gallery)
+        self.gallery.show()
+        self.main_split.setStretchFactor(0, 1)
+        self.main_split.setStretchFactor(1, 0)
+        history = max(HISTORY_MIN_HEIGHT, self.gallery.least_height()) + 16
+        self.main_split.setSizes([max(1, self.main_split.height() - history), history])
 
     def resizeEvent(self, event):  # noqa: N802 - Qt's name
         super().resizeEvent(event)
@@ -458,9 +474,9 @@ class MainWindow(QMainWindow):
         p.set_json("export_method", self.export_bar.method_value())
         p.set_json("new_seed_each_generate", self.controls.new_seed.isChecked())
         p.set_bytes("geometry", self.saveGeometry())
-        if not self.narrow:  # the three columns' widths (two tabs beside the canvas have none worth keeping)
-            p.set_bytes("split_top", self.top_split.saveState())
-        p.set_bytes("split_main", self.main_split.saveState())
+        if not self.narrow:  # the three columns' widths and the history strip's height (a narrow window's tabs
+            p.set_bytes("split_top", self.top_split.saveState())  # have none worth keeping)
+            p.set_bytes("split_main", self.main_split.saveState())
         p.sync()
 
     def closeEvent(self, event):  # noqa: N802
