@@ -441,7 +441,8 @@ def test_generate_x4_decodes_four_new_seeds_into_a_grid_and_a_click_makes_one_cu
     # the grid: each cell its own picture and its seed; each seed recorded in its history row and PNG
     assert w.views.currentWidget() is w.variations_view and all(cell.done for cell in v.cells)
     for cell, shown in zip(v.cells, w.variations_view.cells):
-        assert np.array_equal(shown.image, cell.result.image) and f"seed {cell.seed} · done" in shown.caption.text()
+        wall = cell.result.stats["wall_seconds"]
+        assert np.array_equal(shown.image, cell.result.image) and shown.caption.text() == f"seed {cell.seed} · {wall:.2f} s"
         entry = w.store.get(cell.entry_id)
         assert entry.settings["seed"] == cell.seed == read_png_record(entry.path)["settings"]["seed"]
     assert "4 of 4 done" in w.variations_view.title.text()
@@ -502,16 +503,23 @@ def test_on_a_small_screen_the_canvas_gets_most_of_the_height_and_keeps_it_after
     for other in (w.replay, w.export_bar, w.queue_view):
         assert w.canvas.height() > 3 * other.height(), type(other).__name__
     run_job(qtbot, w, "one first")
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
+    w.compare()
+    qtbot.waitUntil(lambda: w.race.race_button.isEnabled(), timeout=WAIT)
+    for lane in w.race.lanes.values():  # "vanilla" and "LANTERN" whole (they were "va…" and "LA…" at 900×600)
+        assert lane.title.width() >= lane.title.sizeHint().width(), lane.title.text()
     run_variations(qtbot, w, "a lantern-lit harbour at night with boats, gulls and a lighthouse " * 2)
     assert w.views.currentWidget() is w.variations_view and sideways(w) == []
     assert w.views.height() >= 0.55 * w.height() and (w.width(), w.height()) == size
     for cell in w.variations_view.cells:
         assert cell.view.width() >= CELL_LEAST.width() and cell.view.height() >= CELL_LEAST.height()
         assert cell.view.target_rect().height() >= 64  # each picture at least its own size (scale 1)
+        assert cell.caption.shown_text() == cell.caption.text()  # the seed and time whole, not "seed 15… · d…"
+    assert w.variations_view.title.shown_text() == w.variations_view.title.text()
     # the history tab holds all five, and scrolls only up and down
     w.side_tabs.setCurrentWidget(w.gallery)
     qtbot.wait(20)
-    assert w.gallery.model.rowCount() == 5 and sideways(w) == []
+    assert w.gallery.model.rowCount() == 7 and sideways(w) == []
     qtbot.mouseClick(w.variations_view.cells[1].view, Qt.MouseButton.LeftButton)
     qtbot.wait(20)
     assert w.gallery.selected().id == w.studio.variations.cells[1].entry_id and sideways(w) == []

@@ -91,8 +91,9 @@ class VariationsView(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(4)
-        self.title = ElidedLabel("Generate ×4: four seeds of one prompt", whole_text_tooltip=True)
+        self.title = ElidedLabel("Generate ×4")
         self.title.setObjectName("sectionTitle")
+        self.setToolTip(VariationSet.help())
         lay.addWidget(self.title)
         grid = QGridLayout()
         grid.setContentsMargins(0, 0, 0, 0)
@@ -135,6 +136,7 @@ class VariationsView(QWidget):
             return
         for cell, state in zip(self.cells, self.vset.cells):
             cell.caption.setText(state.caption(self._fixed[state.index], self._total))
+            cell.view.hint = "starting…" if state.state == "running" else state.state  # until its first frame
             cell.set_chosen(state.index == self.vset.chosen)
         self.title.setText(self.vset.summary())
 

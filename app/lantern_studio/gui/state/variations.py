@@ -49,14 +49,15 @@ class Cell:
         return self.state == "done"
 
     def caption(self, n_fixed: Optional[int] = None, total: Optional[int] = None) -> str:
-        """The cell's line over its picture: its place, its seed, and how far it got."""
+        """The cell's line over its picture: its seed and how far it got (short: a cell is a quarter of a
+        small window's canvas)."""
         if self.state == "running":
-            how = f"{n_fixed} / {total} tokens" if n_fixed is not None and total else "starting…"
+            how = f"{n_fixed}/{total}" if n_fixed is not None and total else "starting…"
         elif self.done and self.result is not None:
-            how = f"done · {float(self.result.stats['wall_seconds']):.2f} s"
+            how = f"{float(self.result.stats['wall_seconds']):.2f} s"
         else:
             how = self.state
-        return f"{self.index + 1} · seed {self.seed} · {how}"
+        return f"seed {self.seed} · {how}"
 
 
 @dataclass
@@ -102,14 +103,21 @@ class VariationSet:
         return self.cells[index]
 
     def summary(self) -> str:
-        """The grid's title line: what the set is, how far it got, what a click and Esc do."""
+        """The grid's title line: how far the set got, and what a click or Esc does now."""
         done = sum(c.done for c in self.cells)
         counts = [f"{done} of {len(self.cells)} done"]
         stopped = sum(c.state in ("cancelled", "failed") for c in self.cells)
         if stopped:
             counts.append(f"{stopped} stopped")
-        if self.ended:
-            hint = "click one to make it the current picture" if done else "none finished"
+        if not self.ended:
+            hint = "Esc stops the rest"
         else:
-            hint = "click a finished one to make it the current picture · Esc stops the rest"
-        return f"{len(self.cells)} variations · " + ", ".join(counts) + " · " + hint
+            hint = "click one to pick it" if done else "none finished"
+        return "Generate ×4 · " + ", ".join(counts) + " · " + hint
+
+    @staticmethod
+    def help() -> str:
+        """The grid's tooltip: all that a click, ⊞ Variations and Esc do."""
+        return ("Four variations of one prompt and settings, each with a new seed of its own. Click a finished "
+                "one to make it the current picture (canvas, stats, seed, history selection); ⊞ Variations on the "
+                "canvas's toolbar comes back here. Esc stops the running one and the waiting ones.")
