@@ -197,7 +197,7 @@ def test_the_grid_fills_in_as_the_variations_decode_and_follows_the_running_one(
     studio.queue.take_next()
     assert studio.started(a) == studio.target_of(frame(a)) and studio.started(a).cell == 0
     assert studio.view == GRID and studio.shown_job_id == a.id and v.cells[0].state == "running"
-    assert v.cells[0].caption(4, 16) == "seed 1 · 4/16"
+    assert v.cells[0].caption(4, 16) == "seed 1 · 25%"
     assert studio.job_finished(result(a, 0.25, 4), {"seed": 1}) is None
     assert v.cells[0].done and v.cells[0].caption() == "seed 1 · 0.25 s"
     assert studio.finished.record == {"seed": 1} and not studio.canvas_finished  # the single canvas shows none

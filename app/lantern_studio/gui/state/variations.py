@@ -52,7 +52,7 @@ class Cell:
         """The cell's line over its picture: its seed and how far it got (short: a cell is a quarter of a
         small window's canvas)."""
         if self.state == "running":
-            how = f"{n_fixed}/{total}" if n_fixed is not None and total else "starting…"
+            how = f"{100 * n_fixed // total}%" if n_fixed is not None and total else "starting…"  # "122/256" cut
         elif self.done and self.result is not None:
             how = f"{float(self.result.stats['wall_seconds']):.2f} s"
         else:
