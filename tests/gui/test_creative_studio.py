@@ -49,13 +49,13 @@ def test_the_first_window_fits_the_screen_it_opens_on(qtbot, tiny, monkeypatch, 
     for part in (w.controls, w.canvas, w.stats, w.gallery, w.statusBar()):
         top_left = part.mapTo(w, QPoint(0, 0))
         assert w.rect().contains(QRect(top_left, part.size()).topLeft()), type(part).__name__
-    # too narrow for three columns: settings and results share one column as tabs, beside the canvas
+    # too narrow for three columns: settings, results and the history share one column as tabs, beside the canvas
     assert w.narrow == (g.width() < w.three_columns_width)
     if w.narrow:
-        assert w.top_split.count() == 2 and w.side_tabs.count() == 2
-        assert [w.side_tabs.tabText(i) for i in range(2)] == ["Settings", "Results"]
+        assert w.top_split.count() == 2 and w.side_tabs.count() == 3 and w.main_split.count() == 1
+        assert [w.side_tabs.tabText(i) for i in range(3)] == ["Settings", "Results", "History"]
     else:
-        assert w.top_split.count() == 3
+        assert w.top_split.count() == 3 and w.main_split.widget(1) is w.gallery
     assert sideways(w) == []
 
 
@@ -405,3 +405,127 @@ def test_dragging_the_picture_out_writes_what_export_writes(qtbot, tiny, tmp_pat
     with Image.open(lane) as img:
         assert img.size == (8 * wd, 8 * h) and img.text["parameters"].startswith("drag me")
         assert (np.asarray(img)[::8, ::8] == w.race.pair.vanilla.result.image).all()
+
+
+# ---------------------------------------------------------------------------------------- 4. Generate ×4
+
+
+def run_variations(qtbot, w, prompt="a red heart"):
+    """Generate ×4 by its button; waits until the four have ended. The set."""
+    w.controls.set_prompt(prompt)
+    qtbot.mouseClick(w.controls.variations_button, Qt.MouseButton.LeftButton)
+    v = w.studio.variations
+    assert v is not None and v.prompt == prompt.strip(), w.banner.text()
+    qtbot.waitUntil(lambda: v.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.wait(20)
+    return v
+
+
+def test_generate_x4_decodes_four_new_seeds_into_a_grid_and_a_click_makes_one_current(qtbot, tiny):
+    from lantern_studio.export import read_png_record
+
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    assert c.variations_button.text() == "×4" and c.variations_button.parent() is c.generate_button.parent()
+    assert w.variations_action.shortcut().toString() == "Ctrl+4" and "Generate ×4" in w.variations_action.text()
+    c.new_seed.setChecked(False)  # four new seeds whatever the choice says
+    c.seed.setValue(1234)
+    frames = []
+    w.jobs.answers.frame.connect(lambda f: frames.append(f.job_id))
+    v = run_variations(qtbot, w, "a red heart")
+    jobs = [cell.job for cell in v.cells]
+    seeds = [j.settings.seed for j in jobs]
+    assert len(set(seeds)) == 4 and 1234 not in seeds and [j.id for j in w.started_jobs] == [j.id for j in jobs]
+    assert all(j.settings.with_(seed=0) == jobs[0].settings.with_(seed=0) and j.prompt == "a red heart" for j in jobs)
+    assert all(j.id in frames for j in jobs)  # each filled in as it decoded
+    # the grid: each cell its own picture and its seed; each seed recorded in its history row and PNG
+    assert w.views.currentWidget() is w.variations_view and all(cell.done for cell in v.cells)
+    for cell, shown in zip(v.cells, w.variations_view.cells):
+        wall = cell.result.stats["wall_seconds"]
+        assert np.array_equal(shown.image, cell.result.image) and shown.caption.text() == f"seed {cell.seed} · {wall:.2f} s"
+        entry = w.store.get(cell.entry_id)
+        assert entry.settings["seed"] == cell.seed == read_png_record(entry.path)["settings"]["seed"]
+    assert "4 of 4 done" in w.variations_view.title.text()
+    # a click on the third: the canvas, stats, seed box and history selection show it, as a history click does
+    third = v.cells[2]
+    qtbot.mouseClick(w.variations_view.cells[2].view, Qt.MouseButton.LeftButton)
+    assert w.views.currentWidget() is w.single_view and np.array_equal(w.canvas.image, third.result.image)
+    assert c.seed.value() == third.seed and not c.new_seed.isChecked()  # Generate redraws this one
+    assert w.stats.run_label.text().startswith(f"Variation 3 of 4 · seed {third.seed}")
+    assert w.gallery.selected().id == third.entry_id and w.finished_record["settings"]["seed"] == third.seed
+    assert np.array_equal(w.finished_image, third.result.image) and w.variations_view.cells[2].chosen
+    assert f"seed {third.seed}" in w.statusBar().currentMessage()
+    # ⊞ Variations: back to the grid, the chosen one framed and still what Save exports
+    assert w.back_to_grid.isVisibleTo(w)
+    qtbot.mouseClick(w.back_to_grid, Qt.MouseButton.LeftButton)
+    assert w.views.currentWidget() is w.variations_view and not w.back_to_grid.isVisibleTo(w)
+    assert w.finished_record["settings"]["seed"] == third.seed
+    # a plain Generate brings the single canvas back
+    job, _ = run_job(qtbot, w, "a red heart")
+    assert w.views.currentWidget() is w.single_view and job.settings.seed == third.seed
+
+
+def test_a_variation_still_decoding_cannot_be_chosen_and_esc_stops_the_rest(qtbot, tiny, monkeypatch):
+    import time
+
+    w = open_window(qtbot, tiny)
+    on_steps(monkeypatch, lambda job, ev: time.sleep(0.03))
+    w.controls.set_prompt("stop the rest")
+    v = w.generate_variations()
+    first = v.cells[0].job
+    qtbot.waitUntil(lambda: v.cells[0].state == "running" and w.variations_view.cells[0].image is not None,
+                    timeout=WAIT)
+    assert w.views.currentWidget() is w.variations_view
+    assert not w.choose_variation(0) and w.views.currentWidget() is w.variations_view  # not done yet
+    assert "running" in w.statusBar().currentMessage()
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: v.ended and not w.jobs.busy, timeout=WAIT)
+    assert [j.id for j in w.started_jobs] == [first.id]  # the three waiting never ran
+    assert [cell.state for cell in v.cells] == ["cancelled"] * 4
+    assert all("cancelled" in cell.caption.text() for cell in w.variations_view.cells)
+    assert w.stats.run_label.text().startswith(f"Cancelled #{first.id}")
+
+
+@pytest.mark.parametrize("screen", [(900, 600), (1100, 750)])
+def test_on_a_small_screen_the_canvas_gets_most_of_the_height_and_keeps_it_after_a_generate_x4(
+        qtbot, tiny, monkeypatch, screen):
+    """At 900×600 the history strip took the bottom third and squashed the canvas to a strip (16 % of the
+    window's height): in a narrow window the history is a tab and the queue one line."""
+    from lantern_studio.gui.variations_view import CELL_LEAST
+
+    fake_screen(monkeypatch, *screen)
+    w = open_window(qtbot, tiny)
+    qtbot.wait(20)
+    size = (w.width(), w.height())
+    assert w.narrow and w.side_tabs.tabText(2) == "History" and not w.queue_view.list.isVisibleTo(w)
+    assert w.canvas.height() >= 0.55 * w.height(), (w.canvas.height(), w.height())
+    assert w.canvas.view.height() >= w.canvas.view.least.height()  # never below its readable minimum
+    for other in (w.replay, w.export_bar, w.queue_view):
+        assert w.canvas.height() > 3 * other.height(), type(other).__name__
+    run_job(qtbot, w, "one first")
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
+    w.compare()
+    qtbot.waitUntil(lambda: w.race.race_button.isEnabled(), timeout=WAIT)
+    for lane in w.race.lanes.values():  # "vanilla" and "LANTERN" whole (they were "va…" and "LA…" at 900×600)
+        assert lane.title.width() >= lane.title.sizeHint().width(), lane.title.text()
+    run_variations(qtbot, w, "a lantern-lit harbour at night with boats, gulls and a lighthouse " * 2)
+    assert w.views.currentWidget() is w.variations_view and sideways(w) == []
+    assert w.views.height() >= 0.55 * w.height() and (w.width(), w.height()) == size
+    for cell in w.variations_view.cells:
+        assert cell.view.width() >= CELL_LEAST.width() and cell.view.height() >= CELL_LEAST.height()
+        assert cell.view.target_rect().height() >= 64  # each picture at least its own size (scale 1)
+        assert cell.caption.shown_text() == cell.caption.text()  # the seed and time whole, not "seed 15… · d…"
+    assert w.variations_view.title.shown_text() == w.variations_view.title.text()
+    # the history tab holds all five, and scrolls only up and down
+    w.side_tabs.setCurrentWidget(w.gallery)
+    qtbot.wait(20)
+    assert w.gallery.model.rowCount() == 7 and sideways(w) == []
+    qtbot.mouseClick(w.variations_view.cells[1].view, Qt.MouseButton.LeftButton)
+    qtbot.wait(20)
+    assert w.gallery.selected().id == w.studio.variations.cells[1].entry_id and sideways(w) == []
+    assert w.canvas.height() >= 0.55 * w.height()
+    # wide again: the history strip is back under the three columns, the queue with its list
+    w.resize(1400, 880)
+    qtbot.wait(20)
+    assert not w.narrow and w.main_split.widget(1) is w.gallery and w.gallery.isVisibleTo(w)
+    assert w.queue_view.list.isVisibleTo(w) and w.side_tabs.count() == 0 and sideways(w) == []

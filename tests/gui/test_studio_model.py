@@ -19,7 +19,8 @@ from lantern_studio.gui.replay import Recording
 from lantern_studio.gui.state.compare import LANTERN, VANILLA, ComparePair, method_name
 from lantern_studio.gui.state.queue import QueueState, ordinal
 from lantern_studio.gui.state.race import MAX_SLOWMO, RACE_SECONDS, Race, lane_at, slowmo_for
-from lantern_studio.gui.state.studio import RACE, SINGLE, Studio, jsonable
+from lantern_studio.gui.state.studio import GRID, RACE, SINGLE, Studio, jsonable
+from lantern_studio.gui.state.variations import COUNT, fresh_seeds
 from lantern_studio.gui.state.tradeoff import X_LABEL, Y_QUALITY_LABEL, Y_SPEED_LABEL, Tradeoff, point_of
 
 APP = Path(__file__).resolve().parents[2] / "app"
@@ -54,7 +55,7 @@ def frame(job, n: int = 4) -> Frame:
 
 def test_importing_the_model_imports_no_qt():
     code = ("import sys\nimport lantern_studio.gui.state.studio, lantern_studio.gui.state.race, "
-            "lantern_studio.gui.state.tradeoff\n"
+            "lantern_studio.gui.state.tradeoff, lantern_studio.gui.state.variations\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'qasync', "
             "'pyqtgraph')))")
     env = {**os.environ, "PYTHONPATH": str(APP), "OMP_NUM_THREADS": "1"}
@@ -169,6 +170,98 @@ def test_a_history_image_is_shown_on_the_single_canvas_finished():
     assert studio.view == SINGLE and studio.shown_job_id is None and studio.canvas_finished
     assert studio.finished.image is image and studio.finished.record == {"prompt": "old"}
     assert jsonable({"a": Path("x"), "b": (1, 2)}) == {"a": "x", "b": [1, 2]}
+
+
+# ------------------------------------------------------------------------------------------- Generate ×4
+
+
+def test_four_variations_get_four_different_fresh_seeds():
+    draws = iter([5, 5, 9, 7, 9, 3, 11])  # repeats and the seed to avoid are skipped
+    assert fresh_seeds(COUNT, lambda: next(draws), avoid=[7]) == [5, 9, 3, 11]
+    studio = Studio()
+    v = studio.submit_variations("cats", LANTERN_SETTINGS, "tiny", [5, 9, 3, 11])
+    jobs = [c.job for c in v.cells]
+    assert v.seeds == [j.settings.seed for j in jobs] == [5, 9, 3, 11]
+    assert all(j.settings == LANTERN_SETTINGS.with_(seed=j.settings.seed) for j in jobs)  # all else the same
+    assert {j.group for j in jobs} == {v.group} and all(j.role == "variation" and j.model == "tiny" for j in jobs)
+    assert list(studio.queue.pending) == jobs and studio.pair_of(jobs[0]) is None
+    assert [c.caption() for c in v.cells][0] == "seed 5 · waiting" and "[×4]" in jobs[0].label()
+    # a Compare made later gets a group of its own
+    assert studio.submit_compare("x", LANTERN_SETTINGS, None).group != v.group
+
+
+def test_the_grid_fills_in_as_the_variations_decode_and_follows_the_running_one():
+    studio = Studio()
+    v = studio.submit_variations("cats", LANTERN_SETTINGS, None, [1, 2, 3, 4])
+    a, b = v.cells[0].job, v.cells[1].job
+    studio.queue.take_next()
+    assert studio.started(a) == studio.target_of(frame(a)) and studio.started(a).cell == 0
+    assert studio.view == GRID and studio.shown_job_id == a.id and v.cells[0].state == "running"
+    assert v.cells[0].caption(4, 16) == "seed 1 · 25%"
+    assert studio.job_finished(result(a, 0.25, 4), {"seed": 1}) is None
+    assert v.cells[0].done and v.cells[0].caption() == "seed 1 · 0.25 s"
+    assert studio.finished.record == {"seed": 1} and not studio.canvas_finished  # the single canvas shows none
+    assert studio.target_of(frame(b)).cell == 1 and studio.started(b).cell == 1 and studio.shown_job_id == b.id
+    assert "1 of 4 done" in v.summary() and "Esc stops the rest" in v.summary()
+
+
+def test_clicking_a_finished_variation_makes_it_the_current_picture_while_the_rest_decode():
+    studio = Studio()
+    v = studio.submit_variations("cats", LANTERN_SETTINGS, None, [1, 2, 3, 4])
+    jobs = [c.job for c in v.cells]
+    studio.started(jobs[0])
+    studio.job_finished(result(jobs[0], 0.2, 4, image=np.full((8, 8, 3), 1, np.uint8)), {"seed": 1})
+    studio.variation_saved(jobs[0], 41)
+    studio.started(jobs[1])
+    assert studio.choose_variation(1) is None and v.chosen is None  # still decoding: nothing to show yet
+    assert studio.choose_variation(7) is None and studio.view == GRID
+    cell = studio.choose_variation(0)
+    assert cell is v.cells[0] and cell.entry_id == 41 and v.chosen == 0
+    assert studio.view == SINGLE and studio.shown_job_id is None and studio.canvas_finished
+    assert studio.finished.image[0, 0, 0] == 1 and studio.finished.job_id == jobs[0].id
+    # the rest still fill in their cells, but neither take the canvas nor what Save exports
+    assert studio.target_of(frame(jobs[1])).cell == 1
+    studio.job_finished(result(jobs[1], 0.2, 4), {"seed": 2})
+    studio.started(jobs[2])
+    assert studio.view == SINGLE and studio.shown_job_id is None and studio.finished.job_id == jobs[0].id
+    # back to the grid: the running variation is followed again; the chosen one is still the current picture
+    assert studio.show_grid() and studio.view == GRID and studio.shown_job_id == jobs[2].id
+    assert studio.finished.job_id == jobs[0].id and Studio().show_grid() is False
+    # a plain Generate takes the canvas back
+    plain = studio.submit("plain", LANTERN_SETTINGS, None)
+    assert studio.started(plain).view == SINGLE and studio.view == SINGLE
+
+
+def test_esc_stops_the_running_variation_and_the_waiting_ones_but_nothing_queued_after():
+    studio = Studio()
+    v = studio.submit_variations("cats", LANTERN_SETTINGS, None, [1, 2, 3, 4])
+    after = studio.submit("after", LANTERN_SETTINGS, None)
+    jobs = [c.job for c in v.cells]
+    q = studio.queue
+    q.take_next()
+    studio.started(jobs[0])
+    studio.job_finished(result(jobs[0], 0.2, 4), {})
+    q.ended(jobs[0])
+    q.take_next()
+    studio.started(jobs[1])
+    stopped = studio.cancel()
+    assert stopped == jobs[1:] and jobs[1].cancel_requested
+    assert [c.state for c in v.cells] == ["done", "running", "cancelled", "cancelled"]
+    assert list(q.pending) == [after]
+    assert studio.job_ended(jobs[1], "cancelled") is None and v.cells[1].state == "cancelled" and v.ended
+    assert "1 of 4 done, 3 stopped" in v.summary()
+    # Shift+Esc also takes the waiting variations off
+    w = studio.submit_variations("dogs", LANTERN_SETTINGS, None, [5, 6, 7, 8])
+    studio.cancel_all()
+    assert [c.state for c in w.cells] == ["cancelled"] * 4 and not q.pending
+
+
+def test_a_failed_variation_stops_alone():
+    studio = Studio()
+    v = studio.submit_variations("cats", LANTERN_SETTINGS, None, [1, 2, 3, 4])
+    studio.started(v.cells[0].job)
+    assert studio.job_ended(v.cells[0].job, "failed") is None
+    assert [c.state for c in v.cells] == ["failed", "waiting", "waiting", "waiting"] and not v.ended
 
 
 # ------------------------------------------------------------------------------------------- the race

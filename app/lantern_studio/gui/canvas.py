@@ -49,6 +49,7 @@ class ImageView(QWidget):
         self._press: Optional[QPoint] = None
         self.make_drag_file: Optional[Callable[[], Optional[Path]]] = None
         self.least = QSize(96, 96)  # its minimum size at zoom "fit"
+        self.hint = "Type a prompt and press Enter (or Generate)"  # drawn while there is no picture
         self.setMinimumSize(self.least)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setCursor(Qt.CursorShape.OpenHandCursor)
@@ -92,7 +93,7 @@ class ImageView(QWidget):
         p.fillRect(self.rect(), self.palette().window())
         if self.qimage is None:
             p.setPen(QColor(150, 150, 160))
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Type a prompt and press Enter (or Generate)")
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.hint)
             p.end()
             return
         p.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)

@@ -112,6 +112,7 @@ class PromptEdit(QPlainTextEdit):
 
 class ControlsPanel(QWidget):
     generate_requested = Signal()
+    variations_requested = Signal()  # Generate ×4
     compare_requested = Signal()
     model_chosen = Signal(object)  # spec (None = bundled), or OPEN_FOLDER
     settings_changed = Signal()
@@ -157,6 +158,7 @@ class ControlsPanel(QWidget):
         self.history = QComboBox()
         self.history.setToolTip(tt.HISTORY)
         self.history.addItem("Recent prompts…")
+        _narrow_combo(self.history, 20)  # a long recent prompt must not widen the column (the list shows it whole)
         self.history.activated.connect(self._history_picked)
         v.addWidget(self.history)
 
@@ -187,10 +189,15 @@ class ControlsPanel(QWidget):
         self.generate_button.setObjectName("primary")
         self.generate_button.setToolTip(tt.GENERATE)
         self.generate_button.clicked.connect(self.generate_requested)
+        self.variations_button = QPushButton("×4")  # beside Generate: it reads "Generate ×4"
+        self.variations_button.setToolTip(tt.VARIATIONS)
+        self.variations_button.setAccessibleName("Generate ×4")
+        self.variations_button.clicked.connect(self.variations_requested)
         self.compare_button = QPushButton("Compare")
         self.compare_button.setToolTip(tt.COMPARE)
         self.compare_button.clicked.connect(self.compare_requested)
         buttons.addWidget(self.generate_button, 2)
+        buttons.addWidget(self.variations_button, 1)
         buttons.addWidget(self.compare_button, 1)
         v.addLayout(buttons)
         return g
@@ -401,8 +408,13 @@ class ControlsPanel(QWidget):
                 w.blockSignals(False)
         self._changed()
 
+    @staticmethod
+    def draw_seed() -> int:
+        """A new random seed: what the dice, New seed each Generate and Generate ×4 draw."""
+        return random.randint(0, SEED_MAX)
+
     def randomise_seed(self) -> None:
-        self.seed.setValue(random.randint(0, SEED_MAX))
+        self.seed.setValue(self.draw_seed())
 
     def seed_for_generate(self) -> int:
         """The seed the next Generate (or Compare) uses: a fresh one, shown in the seed box, when New seed

@@ -139,6 +139,9 @@ class HistoryGallery(QWidget):
         return self.header_height + self.view.gridSize().height() + frame + self.view.spacing()
 
     def refresh(self, *_) -> None:
+        """Redraw the thumbnails from the store; the selected entry stays selected (a new image arriving
+        must not take the selection from the picture a person picked)."""
+        selected = self.selected_id()
         entries = self.store.entries(self.search.text())
         self.model.clear()
         missing = []
@@ -152,6 +155,8 @@ class HistoryGallery(QWidget):
             self.model.appendRow(item)
             if icon is None:
                 missing.append((e.id, e.path))
+        if selected is not None:
+            self.select(selected)
         total = self.store.count()
         shown = len(entries)
         self.count_label.setText(f"{shown} of {total}" if self.search.text().strip() else f"{total} image" + ("" if total == 1 else "s"))
@@ -184,6 +189,21 @@ class HistoryGallery(QWidget):
         e = self.entry_at(index.row())
         if e is not None:
             self.entry_activated.emit(e)
+
+    def selected_id(self) -> Optional[int]:
+        idx = self.view.currentIndex()
+        return idx.data(ID_ROLE) if idx.isValid() else None
+
+    def select(self, entry_id: int) -> bool:
+        """Select (and scroll to) the entry ``entry_id``, as a click would, without opening it; False when it
+        is not shown (gone, or filtered out by the search)."""
+        for row in range(self.model.rowCount()):
+            if self.model.item(row).data(ID_ROLE) == entry_id:
+                index = self.model.index(row, 0)
+                self.view.setCurrentIndex(index)
+                self.view.scrollTo(index)
+                return True
+        return False
 
     def selected(self) -> Optional[Entry]:
         idx = self.view.currentIndex()

@@ -28,8 +28,8 @@ class Job:
     prompt: str
     settings: GenerationSettings
     model: Optional[str] = None  # model spec (models.resolve_spec): None = bundled, a folder, "tiny-demo", a Hub name
-    role: str = "single"  # "single" | "compare-vanilla" | "compare-current"
-    group: Optional[int] = None  # compare pair id
+    role: str = "single"  # "single" | "compare-vanilla" | "compare-current" | "variation" (Generate ×4)
+    group: Optional[int] = None  # compare pair id, or the Generate ×4 set's
     steps: Optional[str] = None  # "compiled" | "eager": decode on that path (a replayed record's); None: the choice
     id: int = field(default_factory=lambda: next(_ids))
     cancel_event: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
@@ -47,7 +47,8 @@ class Job:
         how = "vanilla" if s.drafter == "none" else f"{s.drafter}"
         if s.drafter != "none" and s.k > 0:
             how += f", k={s.k}, " + (f"λ={s.lam:g}" if s.lam is not None else f"δ={s.delta:g}")
-        tag = {"compare-vanilla": " [compare: vanilla]", "compare-current": " [compare: current]"}.get(self.role, "")
+        tag = {"compare-vanilla": " [compare: vanilla]", "compare-current": " [compare: current]",
+               "variation": " [×4]"}.get(self.role, "")
         return f"#{self.id} “{text}” (seed {s.seed}, {how}){tag}"
 
 

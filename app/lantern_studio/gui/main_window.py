@@ -5,13 +5,16 @@
     └──────────────────── history gallery ──────────────[ banner ]─┘
     (the banner floats over the lower right corner: it moves nothing)
 
-A window too narrow for three columns (``three_columns_width``) shows two: the controls and the results
-(stats, Compare, chart) become two tabs of one side column beside the canvas. Neither side column ever
-scrolls sideways: their contents elide or wrap to the column's width, and a column is never narrower than
-what it holds.
+A window too narrow for three columns (``three_columns_width``) shows two: the controls, the results
+(stats, Compare, chart) and the history become three tabs of one side column beside the canvas, and the
+queue shows its title line alone, so that the canvas keeps most of the height of a small screen (the
+history strip took a third of a 900×600 one). Neither side column ever scrolls sideways: their contents
+elide or wrap to the column's width, and a column is never narrower than what it holds.
 
-The canvas column shows one of two views: the single canvas (a Generate, a history image) or, while a
-Compare runs and after it, the race (gui/race_view.py): vanilla and LANTERN on two canvases side by side.
+The canvas column shows one of three views: the single canvas (a Generate, a history image); while a
+Compare runs and after it, the race (gui/race_view.py): vanilla and LANTERN on two canvases side by side;
+while a Generate ×4 runs and after it, the 2×2 grid of its variations (gui/variations_view.py), where a
+click on a finished one shows it on the single canvas (⊞ Variations goes back).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from PIL import Image
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QVBoxLayout, QWidget,
+    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QToolButton, QVBoxLayout,
+    QWidget,
 )
 
 from .. import fidelity
@@ -54,10 +58,14 @@ from .race_view import RaceView
 from .replay import ReplayError, recording_of
 from .replay_bar import ReplayBar
 from .state.compare import VANILLA
-from .state.studio import RACE, SINGLE, Studio, jsonable
+from .state.studio import GRID, RACE, SINGLE, Studio, jsonable
 from .state.tradeoff import MAX_HISTORY_POINTS
+from .state.variations import COUNT as VARIATIONS
+from .state.variations import ROLE as VARIATION_ROLE
+from .state.variations import Cell, VariationSet, fresh_seeds
 from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
+from .variations_view import VariationsView
 
 MAX_RECENT_MODELS = 8
 HISTORY_MIN_HEIGHT = 104  # at least: the history strip's search row and one row of whole thumbnails (see
@@ -187,6 +195,12 @@ class MainWindow(QMainWindow):
         self.views.addWidget(self.single_view)
         self.race = RaceView()
         self.views.addWidget(self.race)
+        self.variations_view = VariationsView()
+        self.views.addWidget(self.variations_view)
+        self.back_to_grid = QToolButton(text="⊞ Variations")  # on the canvas's toolbar, once a Generate ×4 ran
+        self.back_to_grid.setToolTip("Back to the 2×2 grid of the latest Generate ×4")
+        self.back_to_grid.setVisible(False)
+        self.canvas.toolbar.addWidget(self.back_to_grid)
         ml.addWidget(self.views, 1)
         self.export_bar = ExportBar()
         ml.addWidget(self.export_bar)
@@ -264,7 +278,8 @@ class MainWindow(QMainWindow):
             self.top_split.setStretchFactor(i, 1 if self.top_split.widget(i) is self.middle else 0)
 
     def _arrange(self) -> None:
-        """Three columns where they fit, else the side columns as tabs (Settings, Results) beside the canvas."""
+        """Three columns over the history strip where they fit; else the side columns and the history as tabs
+        (Settings, Results, History) beside the canvas, and the queue on one line: the canvas the largest thing."""
         narrow = self.width() < self.three_columns_width
         if narrow == self.narrow:
             return
@@ -275,6 +290,9 @@ class MainWindow(QMainWindow):
             self.side_tabs.addTab(self.controls_scroll, "Settings")
             self.side_tabs.addTab(self.right_scroll, "Results")
             self.side_tabs.setTabToolTip(1, "This run's numbers, the Compare result and the trade-off chart")
+            self.side_tabs.addTab(self.gallery, "History")
+            self.side_tabs.setTabToolTip(2, "Every finished image: click one to restore it")
+            self.queue_view.set_compact(True)
             self.top_split.insertWidget(0, self.side_tabs)
             self.side_tabs.show()
             side = self._side_width()
@@ -282,6 +300,8 @@ class MainWindow(QMainWindow):
         else:
             self.top_split.insertWidget(0, self.controls_scroll)
             self.top_split.addWidget(self.right_scroll)
+            self._history_strip()
+            self.queue_view.set_compact(False)
             self.side_tabs.hide()
             self.side_tabs.setParent(None)
             self.controls_scroll.show()
@@ -292,6 +312,15 @@ class MainWindow(QMainWindow):
                 sizes = [left, max(1, self.top_split.width() - left - right), right]
             self.top_split.setSizes(sizes)
         self._set_stretch()
+
+    def _history_strip(self) -> None:
+        """The history back under the three columns, as tall as one row of whole captioned thumbnails."""
+        self.main_split.addWidget(self.gallery)
+        self.gallery.show()
+        self.main_split.setStretchFactor(0, 1)
+        self.main_split.setStretchFactor(1, 0)
+        history = max(HISTORY_MIN_HEIGHT, self.gallery.least_height()) + 16
+        self.main_split.setSizes([max(1, self.main_split.height() - history), history])
 
     def resizeEvent(self, event):  # noqa: N802 - Qt's name
         super().resizeEvent(event)
@@ -319,6 +348,8 @@ class MainWindow(QMainWindow):
         self.copy_action = self._action(e, "Copy image", self.copy_image, [QKeySequence.StandardKey.Copy])
         g = mb.addMenu("&Generate")
         self.generate_action = self._action(g, "Generate", self.generate, ["Ctrl+Return", "Ctrl+Enter"])
+        self.variations_action = self._action(g, "Generate ×4 (four new seeds)", self.generate_variations,
+                                              ["Ctrl+4"])
         self._action(g, "Compare with vanilla", self.compare, ["Ctrl+Shift+Return"])
         self.cancel_action = self._action(g, "Cancel", self.cancel, ["Esc"])
         self._action(g, "Cancel all", self.cancel_all, ["Shift+Esc"])
@@ -338,10 +369,14 @@ class MainWindow(QMainWindow):
         c = self.controls
         c.generate_requested.connect(self.generate)
         c.compare_requested.connect(self.compare)
+        c.variations_requested.connect(self.generate_variations)
+        self.variations_view.chosen.connect(self.choose_variation)
+        self.back_to_grid.clicked.connect(self.show_variations)
         c.model_chosen.connect(self._model_chosen)
         c.new_seed.toggled.connect(lambda on: self.prefs.set_json("new_seed_each_generate", bool(on)))
         self.canvas.overlay.toggled.connect(self.overlay_action.setChecked)
         self.canvas.overlay.toggled.connect(self.race.set_overlay)
+        self.canvas.overlay.toggled.connect(self.variations_view.set_overlay)
         self.export_bar.save_requested.connect(lambda: self.save_as())
         self.export_bar.copy_requested.connect(self.copy_image)
         self.queue_view.cancel_requested.connect(self.cancel)
@@ -392,6 +427,7 @@ class MainWindow(QMainWindow):
         self.canvas.set_zoom(p.get_json("zoom", "fit"))
         self.canvas.set_overlay(bool(p.get_json("overlay", False)))
         self.race.set_overlay(self.canvas.overlay.isChecked())
+        self.variations_view.set_overlay(self.canvas.overlay.isChecked())
         self.export_bar.set_choice(p.get_json("export_factor", DEFAULT_FACTOR) or DEFAULT_FACTOR,
                                    p.get_json("export_method", DEFAULT_METHOD))
         geom = p.get_bytes("geometry")
@@ -442,9 +478,9 @@ class MainWindow(QMainWindow):
         p.set_json("export_method", self.export_bar.method_value())
         p.set_json("new_seed_each_generate", self.controls.new_seed.isChecked())
         p.set_bytes("geometry", self.saveGeometry())
-        if not self.narrow:  # the three columns' widths (two tabs beside the canvas have none worth keeping)
-            p.set_bytes("split_top", self.top_split.saveState())
-        p.set_bytes("split_main", self.main_split.saveState())
+        if not self.narrow:  # the three columns' widths and the history strip's height (a narrow window's tabs
+            p.set_bytes("split_top", self.top_split.saveState())  # have none worth keeping)
+            p.set_bytes("split_main", self.main_split.saveState())
         p.sync()
 
     def closeEvent(self, event):  # noqa: N802
@@ -625,16 +661,39 @@ class MainWindow(QMainWindow):
         self.jobs.changed()
         return pair.vanilla.job, pair.lantern.job
 
+    def generate_variations(self) -> Optional[VariationSet]:
+        """Generate ×4: four jobs of the prompt and settings, each with a new seed (whatever New seed each
+        Generate says: four variations are four pictures), shown as a 2×2 grid that fills in as they decode."""
+        s = self._checked_settings()
+        if s is None:
+            return None
+        seeds = fresh_seeds(VARIATIONS, self.controls.draw_seed)
+        self._settings_restored = True
+        prompt = self.controls.prompt_text().strip()
+        self.controls.remember_prompt(prompt)
+        if self._banner_topic == "input":
+            self.banner.dismiss()
+        variations = self.studio.submit_variations(prompt, s, self.jobs.model_spec, seeds)
+        self.jobs.changed()
+        waits = f" · waiting for the model ({self.jobs.loading})" if self.jobs.loading else ""
+        self.statusBar().showMessage(f"Generate ×4 queued: seeds {', '.join(map(str, seeds))}{waits}")
+        return variations
+
     def cancel(self) -> None:
         stopped = self.studio.cancel()
-        if len(stopped) > 1 or (stopped and stopped[0].group is not None):  # a Compare is one request
+        if stopped and stopped[0].role == VARIATION_ROLE:  # a Generate ×4 is one request
+            rest = f" and the {len(stopped) - 1} waiting" if len(stopped) > 1 else ""
+            self.statusBar().showMessage(f"Cancelling the Generate ×4 (#{stopped[0].id}{rest})…")
+        elif len(stopped) > 1 or (stopped and stopped[0].group is not None):  # a Compare is one request
             self.statusBar().showMessage(f"Cancelling the Compare (#{stopped[0].id} and its pair)…")
         elif stopped:
             self.statusBar().showMessage(f"Cancelling #{stopped[0].id}…")
+        self.variations_view.refresh()
         self.jobs.changed()
 
     def cancel_all(self) -> None:
         self.studio.cancel_all()
+        self.variations_view.refresh()
         self.jobs.changed()
         self.statusBar().showMessage("Cancelled all jobs")
 
@@ -642,16 +701,21 @@ class MainWindow(QMainWindow):
         self.queue_view.update_from(self.studio.queue)
 
     def _show_view(self, view: str) -> None:
-        """The canvas column's view: the single canvas, or the race of a Compare."""
-        self.views.setCurrentWidget(self.race if view == RACE else self.single_view)
-        if view == SINGLE:
+        """The canvas column's view: the single canvas, the race of a Compare, or the grid of a Generate ×4
+        (⊞ Variations on the single canvas's toolbar goes back to the grid once there is one)."""
+        self.views.setCurrentWidget({RACE: self.race, GRID: self.variations_view}.get(view, self.single_view))
+        if view != RACE:
             self.race.stop()
+        self.back_to_grid.setVisible(view == SINGLE and self.studio.variations is not None)
 
     def _total(self) -> int:
         return self.model_info.grid ** 2 if self.model_info else 0
 
     def _job_started(self, job: Job) -> None:
         target = self.studio.started(job)
+        if target.cell is not None:
+            self._variation_started(job)
+            return
         self._show_view(target.view)
         total = self._total()
         if target.view == RACE:
@@ -665,9 +729,26 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Generating {job.label()}…")
         self._queue_changed()
 
+    def _variation_started(self, job: Job) -> None:
+        """A Generate ×4's variation started: the grid (new for its first one) shows it starting; the stats
+        follow it when the grid is the view (not while a person looks at a chosen variation)."""
+        if self.variations_view.vset is not self.studio.variations:
+            self.variations_view.start(self.studio.variations, self._total())
+        self.variations_view.refresh()
+        if self.studio.view == GRID:
+            self._show_view(GRID)
+            self.stats.start(job)
+        self.statusBar().showMessage(f"Generating {job.label()}…")
+        self._queue_changed()
+
     def _frame(self, f: Frame) -> None:
         target = self.studio.target_of(f)
         if target is None:
+            return
+        if target.view == GRID:
+            self.variations_view.show_frame(target.cell, f)
+            if f.job_id == self.shown_job_id:
+                self.stats.update_live(f)
             return
         if target.view == RACE:
             self.race.show_frame(target.lane, f)
@@ -678,22 +759,28 @@ class MainWindow(QMainWindow):
     def _job_finished(self, r: JobResult) -> None:
         record = jsonable(r.record())
         on_lane = self.studio.shows_race_lane(r.job)
+        cell = self.studio.variation_of(r.job)
+        followed = r.job.id == self.shown_job_id  # a variation's numbers go to the stats only when followed
         pair = self.studio.job_finished(r, record)
-        if self.studio.canvas_finished:
+        if self.studio.canvas_finished and cell is None:  # a chosen variation keeps its replay
             self.replay.load(r.recording, r.decisions)
         if not self._store_open:
             return
         try:
             self.last_entry = self.store.add(r.image, record, r.decisions)
+            self.studio.variation_saved(r.job, self.last_entry.id)
             self.gallery.refresh()
         except Exception as e:  # noqa: BLE001 - a full disk must not take the app down
             self.show_error(f"The image could not be saved to the history: {e}", topic="history")
-        self.stats.show_result(r)
+        if cell is None or followed:
+            self.stats.show_result(r)
         self.chart.add_result(r)
         s = r.stats
         done = f"done · %v / %m tokens · {target_forwards(s['target_forwards'])} target forwards · " \
                f"{s['wall_seconds']:.2f} s"
-        if on_lane:
+        if cell is not None:
+            self.variations_view.refresh()
+        elif on_lane:
             half = self.studio.race.half(r.job.id)
             self.race.lanes[half.side].set_state(done)
         else:
@@ -710,7 +797,11 @@ class MainWindow(QMainWindow):
                 self.right_scroll.ensureWidgetVisible(self.stats.compare_box)
 
     def _job_ended(self, job: Job, how: str) -> Optional[object]:
-        """A job was cancelled or failed: the stats and the canvas (or its race lane) say so."""
+        """A job was cancelled or failed: the stats and the canvas (or its race lane, or its grid cell) say so."""
+        cell = self.studio.variation_of(job)
+        if cell is not None:
+            self._variation_ended(job, cell, how)
+            return None
         on_lane = self.studio.shows_race_lane(job)
         pair = self.studio.job_ended(job, how.lower())
         if job.id == self.shown_job_id:
@@ -725,6 +816,16 @@ class MainWindow(QMainWindow):
         if pair is not None and self.studio.race is pair:
             self.race.pair_stopped(pair)
         return pair
+
+    def _variation_ended(self, job: Job, cell: Cell, how: str) -> None:
+        self.studio.job_ended(job, how.lower())
+        if job.id == self.shown_job_id:
+            fixed, total = self.variations_view.tokens(cell.index)
+            if how == "Cancelled":
+                self.stats.stopped(job, how, fixed or 0, total)
+            else:
+                self.stats.stopped(job, how)
+        self.variations_view.refresh()
 
     def _job_cancelled(self, job: Job) -> None:
         self._job_ended(job, "Cancelled")
@@ -772,6 +873,42 @@ class MainWindow(QMainWindow):
             return " · Generate draws this picture again"
         self.controls.new_seed.setChecked(False)
         return " · New seed each Generate is off: Generate draws this picture again"
+
+    # ------------------------------------------------------------------ the variations grid
+    def choose_variation(self, index: int) -> bool:
+        """A click on grid cell ``index``: a finished variation becomes the current picture as a history
+        click makes one: the single canvas, the stats, the prompt and seed (New seed each Generate goes off, so
+        Generate redraws it), the replay bar and the history's selection show it. A variation still decoding
+        (or stopped) says so and the grid stays."""
+        cell = self.studio.choose_variation(index)
+        if cell is None:
+            v = self.studio.variations
+            state = v.cells[index].state if v is not None and 0 <= index < len(v.cells) else "gone"
+            self.statusBar().showMessage(f"Variation {index + 1} is {state}: only a finished one can be chosen", 4000)
+            return False
+        r = cell.result
+        self.controls.set_prompt(cell.job.prompt)
+        self.controls.set_settings(cell.job.settings)
+        self._show_view(SINGLE)
+        self.canvas.show_image(r.image, r.decisions)
+        self.canvas.set_status(f"variation {index + 1} of {VARIATIONS} · %v / %m tokens · "
+                               f"{target_forwards(r.stats['target_forwards'])} target forwards")
+        self.stats.show_record(cell.record, r.decisions, f"Variation {index + 1} of {VARIATIONS} · seed {cell.seed}")
+        self.replay.load(r.recording, r.decisions)
+        if cell.entry_id is not None:
+            self.gallery.select(cell.entry_id)
+        self.variations_view.refresh()
+        again = self._keep_seed()
+        self.statusBar().showMessage(f"Variation {index + 1}: “{cell.job.prompt}” (seed {cell.seed}){again}", 8000)
+        return True
+
+    def show_variations(self) -> bool:
+        """⊞ Variations: back to the grid of the latest Generate ×4 (the chosen one stays the current picture)."""
+        if not self.studio.show_grid():
+            return False
+        self._show_view(GRID)
+        self.variations_view.refresh()
+        return True
 
     # ------------------------------------------------------------------ history
     def restore_entry(self, e: Entry) -> None:

@@ -1,5 +1,6 @@
 """The job queue as the user sees it: what runs now, what waits and in which
-place, with Cancel (Esc) and Cancel all."""
+place, with Cancel (Esc) and Cancel all. Compact (a small window: the canvas
+needs the height) it is its title line alone, the rows in the title's tooltip."""
 
 from __future__ import annotations
 
@@ -39,7 +40,14 @@ class QueueView(QWidget):
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setFixedHeight(64)
         lay.addWidget(self.list)
+        self.compact = False
         self.update_from(None)
+
+    def set_compact(self, on: bool) -> None:
+        """The title line alone (the list of rows hidden, its text in the title's tooltip), or the list too."""
+        self.compact = bool(on)
+        self.list.setVisible(not self.compact)
+        self.update_from(getattr(self, "_jobs", None))
 
     def resizeEvent(self, event):  # noqa: N802 - re-elide the rows to the new width
         super().resizeEvent(event)
@@ -60,5 +68,7 @@ class QueueView(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, text)
             self.list.addItem(item)
         self.title.setText(summary.title)
+        if self.compact and summary.rows:
+            self.title.setToolTip("\n".join([summary.title, *summary.rows]))
         self.cancel_button.setEnabled(summary.can_cancel)
         self.cancel_all_button.setEnabled(summary.can_cancel_all)

@@ -35,13 +35,13 @@ class RaceLane(QWidget):
         lay.setSpacing(4)
         top = QHBoxLayout()
         top.setSpacing(6)
-        self.title = ElidedLabel(side, whole_text_tooltip=True)
+        self.title = QLabel(side)  # whole: "vanilla" or "LANTERN" elided to "va…" in a narrow window's lane
         self.title.setObjectName("sectionTitle")
-        top.addWidget(self.title, 1)
+        top.addWidget(self.title)
         self.rate = ElidedLabel("— tokens/forward", whole_text_tooltip=True)
         self.rate.setObjectName("muted")
         self.rate.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        top.addWidget(self.rate, 2)
+        top.addWidget(self.rate, 1)  # the tokens per forward take what is left (its tooltip: all of it)
         self.clock = QLabel("0.00 s")
         self.clock.setObjectName("statValue")
         self.clock.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -50,6 +50,8 @@ class RaceLane(QWidget):
         lay.addLayout(top)  # one row: the race takes no more height than the single canvas and its replay bar
         self.view = ImageView()
         self.view.least = QSize(96, 40)
+        self.view.hint = "waiting"  # a lane with no picture yet: its half has not started (a small lane cut the
+        # canvas's long hint at both ends)
         self.view.setMinimumSize(self.view.least)
         lay.addWidget(self.view, 1)
         self.progress = QProgressBar()

@@ -61,6 +61,9 @@ TOP_P = "Nucleus sampling: sample among the most likely tokens whose total proba
 CFG = ("Classifier-free guidance scale: how strongly the image follows the prompt (1 = no guidance; "
        "values above 1 cost a second batch row per forward).")
 GENERATE = "Generate an image (Enter in the prompt box; Ctrl+Enter anywhere in the window). While a job runs, new ones wait in the queue."
+VARIATIONS = ("Generate ×4: four variations of the prompt and settings, each with a new seed of its own, side by "
+              "side in a 2×2 grid that fills in as they decode; click one to make it the current picture. Esc "
+              "stops the rest. Key: Ctrl+4")
 COMPARE = ("Run vanilla decoding (drafter none) and the current settings with the same prompt, seed and sampling, "
            "then show both images, their times and the measured speed-up.")
 RESET = "Restore the model's default settings."

@@ -1,9 +1,10 @@
 """The studio window's state and rules, under the Qt window (``gui/main_window.py`` forwards each Qt
 event here and redraws from what it is told).
 
-It holds the queue (:class:`QueueState`), the Compare pairs (:class:`ComparePair`, by group), which job
-the canvas follows, which view shows it (the single canvas, or the two race lanes of a Compare), and the
-finished picture that Save, Copy and dragging export."""
+It holds the queue (:class:`QueueState`), the Compare pairs (:class:`ComparePair`, by group), the latest
+Generate ×4 (:class:`VariationSet`), which job the canvas follows, which view shows it (the single canvas,
+the two race lanes of a Compare, or the 2×2 grid of variations), and the finished picture that Save, Copy and
+dragging export."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from ...engine.settings import GenerationSettings
 from ..jobs import Frame, Job, JobResult
 from .compare import LANTERN, ROLES, VANILLA, ComparePair
 from .queue import QueueState
+from .variations import ROLE as VARIATION_ROLE
+from .variations import Cell, VariationSet
 
-SINGLE, RACE = "single", "race"  # the canvas column's two views
+SINGLE, RACE, GRID = "single", "race", "grid"  # the canvas column's three views
 
 
 def jsonable(record: dict) -> dict:
@@ -38,10 +41,12 @@ class Finished:
 
 @dataclass(frozen=True)
 class Target:
-    """Where a job's frames are drawn: the single canvas (``lane`` None) or one lane of the race view."""
+    """Where a job's frames are drawn: the single canvas, one lane of the race view, or one cell of the
+    variations grid (drawn there even while the canvas column shows another view)."""
 
-    view: str  # SINGLE | RACE
+    view: str  # SINGLE | RACE | GRID
     lane: Optional[str] = None  # VANILLA | LANTERN in the race view
+    cell: Optional[int] = None  # 0 … 3 in the variations grid
 
 
 class Studio:
@@ -49,6 +54,7 @@ class Studio:
         self.queue = QueueState()
         self.pairs: Dict[int, ComparePair] = {}  # the Compares not finished or stopped yet, by group
         self.race: Optional[ComparePair] = None  # the pair the race view shows (running, done or stopped)
+        self.variations: Optional[VariationSet] = None  # the latest Generate ×4 (the grid shows it)
         self.view = SINGLE
         self.shown_job_id: Optional[int] = None  # the job whose frames the canvas (or a lane) follows
         self.finished: Optional[Finished] = None
@@ -76,9 +82,32 @@ class Studio:
         self.queue.add(lantern)
         return pair
 
+    def submit_variations(self, prompt: str, settings: GenerationSettings, model: Optional[str],
+                          seeds: List[int]) -> VariationSet:
+        """Generate ×4: one job per seed, queued back to back as one group (Esc stops them together); the grid
+        shows this set from now on."""
+        group = next(self._groups)
+        jobs = [Job(prompt, settings.with_(seed=int(seed)), model, VARIATION_ROLE, group) for seed in seeds]
+        self.variations = VariationSet.of(group, jobs)
+        for job in jobs:
+            self.queue.add(job)
+        return self.variations
+
+    def variation_of(self, job: Job) -> Optional[Cell]:
+        """The grid cell a job decodes into; None when it is not one of the latest Generate ×4."""
+        v = self.variations
+        if v is None or job.group is None or job.group != v.group:
+            return None
+        return v.cell_of(job.id)
+
     def cancel(self) -> List[Job]:
-        """Esc: the running job stops; a Compare's waiting half goes with it (the pair is dropped)."""
+        """Esc: the running job stops; a Compare's waiting half goes with it (the pair is dropped), and so do
+        the waiting variations of a Generate ×4."""
         stopped = self.queue.cancel_with_group()
+        for job in stopped:
+            cell = self.variation_of(job)
+            if cell is not None and cell.state == "waiting":  # taken off the queue: it never runs
+                cell.state = "cancelled"
         pairs = [self.pair_of(job) for job in stopped]
         for job, pair in zip(stopped, pairs):
             if pair is None:
@@ -95,9 +124,11 @@ class Studio:
         self.queue.cancel_all()
         running = self.queue.current
         self.pairs = {g: p for g, p in self.pairs.items() if running is not None and running.group == g}
+        if self.variations is not None:
+            self.variations.stop_waiting()
 
     def pair_of(self, job: Job) -> Optional[ComparePair]:
-        if job.group is None:
+        if job.group is None or job.role == VARIATION_ROLE:
             return None
         if self.race is not None and self.race.group == job.group:
             return self.race
@@ -105,7 +136,14 @@ class Studio:
 
     # ------------------------------------------------------------------ the worker's answers
     def started(self, job: Job) -> Target:
-        """A job started: the canvas follows it, in the race view when it is half of a Compare."""
+        """A job started: the canvas follows it, in the race view when it is half of a Compare, in the grid
+        when it is a variation (unless a person chose a finished variation: it stays the current picture)."""
+        cell = self.variation_of(job)
+        if cell is not None:
+            cell.state = "running"
+            if self.variations.chosen is None or self.view == GRID:  # else a chosen one is looked at
+                self.shown_job_id, self.canvas_finished, self.view = job.id, False, GRID
+            return Target(GRID, cell=cell.index)
         self.shown_job_id = job.id
         self.canvas_finished = False
         pair = self.pair_of(job)
@@ -118,7 +156,13 @@ class Studio:
         return Target(RACE, half.side)
 
     def target_of(self, frame: Frame) -> Optional[Target]:
-        """Where a frame is drawn; None when the canvas follows another job (or an image from the history)."""
+        """Where a frame is drawn; None when the canvas follows another job (or an image from the history).
+        A variation's frames always go to its grid cell, shown or not, so that the grid is whole when it
+        comes back."""
+        v = self.variations
+        cell = v.cell_of(frame.job_id) if v is not None else None
+        if cell is not None:
+            return Target(GRID, cell=cell.index)
         if frame.job_id != self.shown_job_id:
             return None
         if self.view == RACE and self.race is not None:
@@ -131,6 +175,12 @@ class Studio:
         """A job finished with ``record`` (its JSON-ready generation record); the Compare pair it completes,
         if it completes one."""
         self.last_result = r
+        cell = self.variation_of(r.job)
+        if cell is not None:
+            cell.state, cell.result, cell.record = "done", r, record
+            if self.variations.chosen is None:  # else the chosen variation stays what Save exports
+                self.finished = Finished(r.image, record, r.job.id)
+            return None
         self.finished = Finished(r.image, record, r.job.id)
         self.canvas_finished = r.job.id == self.shown_job_id and self.view == SINGLE
         pair = self.pair_of(r.job)
@@ -144,7 +194,12 @@ class Studio:
         return None
 
     def job_ended(self, job: Job, how: str) -> Optional[ComparePair]:
-        """A job was cancelled or failed (``how``); the Compare pair that stops with it, if any."""
+        """A job was cancelled or failed (``how``); the Compare pair that stops with it, if any. A variation
+        stops alone: a failed one does not stop the others (Esc takes the waiting ones off, see cancel)."""
+        cell = self.variation_of(job)
+        if cell is not None:
+            cell.state = how
+            return None
         pair = self.pair_of(job)
         if pair is None:
             return None
@@ -158,6 +213,34 @@ class Studio:
 
     def shows_race_lane(self, job: Job) -> bool:
         return self.view == RACE and self.race is not None and self.race.half(job.id) is not None
+
+    # ------------------------------------------------------------------ the variations grid
+    def variation_saved(self, job: Job, entry_id: int) -> None:
+        """A variation's picture got its history row (what a click on its cell opens)."""
+        cell = self.variation_of(job)
+        if cell is not None:
+            cell.entry_id = entry_id
+
+    def choose_variation(self, index: int) -> Optional[Cell]:
+        """A person clicked grid cell ``index``: a finished one becomes the current picture on the single
+        canvas (the window shows it as it shows a history entry); None when there is none to show."""
+        if self.variations is None:
+            return None
+        cell = self.variations.choose(index)
+        if cell is not None:
+            self.view, self.shown_job_id, self.canvas_finished = SINGLE, None, True
+            self.finished = Finished(cell.result.image, cell.record, cell.job.id)
+        return cell
+
+    def show_grid(self) -> bool:
+        """Back to the grid of the latest Generate ×4 (False: there is none). Its running variation, if
+        any, is followed again."""
+        v = self.variations
+        if v is None:
+            return False
+        running = v.running
+        self.view, self.shown_job_id, self.canvas_finished = GRID, running.job.id if running else None, False
+        return True
 
     # ------------------------------------------------------------------ pictures from elsewhere
     def show_history(self, image: np.ndarray, record: dict) -> None:
