@@ -40,8 +40,8 @@ def test_the_first_window_fits_the_screen_it_opens_on(qtbot, tiny, monkeypatch, 
     qtbot.wait(20)
     g = w.geometry()
     assert free.contains(g), (g, free)  # the whole window, its status line and right column included
-    want_w = min(1400, round(0.85 * free.width()))
-    want_h = min(880, round(0.85 * free.height()))
+    want_w = min(1600, round(0.85 * free.width()))
+    want_h = min(1000, round(0.85 * free.height()))
     assert abs(g.width() - want_w) <= 2 and abs(g.height() - want_h) <= 2, (g, want_w, want_h)
     centre = g.center() - free.center()
     assert abs(centre.x()) <= 2 and abs(centre.y()) <= 2
@@ -57,6 +57,21 @@ def test_the_first_window_fits_the_screen_it_opens_on(qtbot, tiny, monkeypatch, 
     else:
         assert w.top_split.count() == 3 and w.main_split.widget(1) is w.gallery
     assert sideways(w) == []
+
+
+def test_on_a_1080_px_screen_the_first_window_shows_the_whole_trade_off_chart(qtbot, tiny, monkeypatch):
+    """The right column scrolled up and down at first start on a 1920×1080 screen and the chart's lower half
+    (its points and the fidelity label) was below the fold: the column was laid out at pyqtgraph's preferred
+    480-px plot. Now it fits, and the chart takes the column's spare height."""
+    fake_screen(monkeypatch, 1920, 1080)
+    w = open_window(qtbot, tiny)
+    qtbot.wait(50)
+    assert not w.narrow
+    bar = w.right_scroll.verticalScrollBar()
+    assert bar.maximum() == 0, f"the right column scrolls by {bar.maximum()} px"
+    bottom = w.chart.mapTo(w.right_scroll.viewport(), QPoint(0, w.chart.height()))
+    assert bottom.y() <= w.right_scroll.viewport().height()
+    assert w.chart.plot.height() >= 200
 
 
 def test_a_window_made_wide_again_gets_its_three_columns_back(qtbot, tiny):

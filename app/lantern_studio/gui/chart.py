@@ -16,7 +16,7 @@ import math
 from typing import Iterable, List, Tuple
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Signal
+from PySide6.QtCore import QPointF, QSize, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -58,6 +58,19 @@ def axis_top(values, floor: float) -> float:
     return max(floor, 1.15 * max(finite)) if finite else floor
 
 
+class _Plot(pg.PlotWidget):
+    """The plot asks for a modest size: a scrolling side column is laid out at its contents' preferred
+    height (pyqtgraph asks for 480 px), which pushed the chart below the fold of a 1080-px screen; it still
+    takes every spare pixel of the column (its stretch) and never shrinks below its minimum."""
+
+    def sizeHint(self) -> QSize:
+        return QSize(300, PLOT_PREFERRED_HEIGHT)
+
+
+#: the plot's preferred height in a side column: its minimum; the column's spare height goes to it
+PLOT_PREFERRED_HEIGHT = 200
+
+
 class TradeoffChart(QWidget):
     point_chosen = Signal(str, object)  # prompt, GenerationSettings: a point was clicked
 
@@ -70,7 +83,7 @@ class TradeoffChart(QWidget):
         title = QLabel("Speed / quality trade-off")
         title.setObjectName("sectionTitle")
         lay.addWidget(title)
-        self.plot = pg.PlotWidget(background="#17181c")
+        self.plot = _Plot(background="#17181c")
         self.plot.setMinimumHeight(200)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setMenuEnabled(False)

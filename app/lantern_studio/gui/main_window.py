@@ -70,7 +70,7 @@ from .variations_view import VariationsView
 MAX_RECENT_MODELS = 8
 HISTORY_MIN_HEIGHT = 104  # at least: the history strip's search row and one row of whole thumbnails (see
 # HistoryGallery.least_height: the captioned cells may need more)
-FIRST_SIZE = QSize(1400, 880)  # the first window (no saved geometry): at most this big …
+FIRST_SIZE = QSize(1600, 1000)  # the first window (no saved geometry): at most this big …
 FIRST_SHARE = 0.85  # … and this share of the screen's free area, centred in it
 # Generate ▸ Compiled decoding, until a person sets it: on. The steps compile in the background after the
 # model is ready (a minute or more on a CPU the first time, about half that from the compile cache at a
