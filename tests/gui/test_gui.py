@@ -94,6 +94,35 @@ def test_controls_prevent_invalid_combinations(qtbot, tiny):
     assert w.started_jobs == [] and not w.jobs.busy
 
 
+def test_the_drafter_menu_offers_draft_heads_only_where_the_folder_ships_them(qtbot, tiny, tmp_path):
+    import shutil
+
+    from lantern_studio.engine.checkpoints import load_gpt, save_weights
+    from lantern_studio.engine.draft_heads import DraftHeads
+    from lantern_studio.models.local import install_heads
+
+    def heads_item(w):
+        c = w.controls
+        return c._drafter_model.item(c.drafter.findData("heads"))
+
+    w = open_window(qtbot, tiny)
+    assert heads_item(w) is not None and not heads_item(w).isEnabled()
+    w.close()
+    folder = tmp_path / "with-heads"
+    shutil.copytree(tiny, folder)
+    dim = load_gpt(folder / "gpt.safetensors").config.dim  # the heads read the target's features
+    heads = DraftHeads(dim, 2, 8)
+    save_weights(heads, tmp_path / "h.safetensors", heads.config, "heads")
+    install_heads(folder, tmp_path / "h.safetensors")
+    w = open_window(qtbot, folder)
+    assert heads_item(w).isEnabled()
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("heads"))
+    assert w.controls.settings().drafter == "heads"
+    job, result = run_job(qtbot, w, "a cat")
+    record = result.record()
+    assert job.settings.drafter == "heads" and record["stats"]["drafter_forwards"] == 0
+
+
 def test_frames_are_throttled_and_the_finished_picture_always_sent(qtbot, tiny):
     w = open_window(qtbot, tiny)
     frames = []

@@ -31,7 +31,8 @@ from .sliders import LogIntSlider, QuadraticSlider
 
 SEED_MAX = 2**31 - 1
 MAX_HISTORY = 20
-DRAFTER_LABELS = (("eagle", "EAGLE (learned)"), ("jacobi", "Jacobi (training-free)"), ("none", "none (vanilla AR)"))
+DRAFTER_LABELS = (("eagle", "EAGLE (learned)"), ("jacobi", "Jacobi (training-free)"),
+                  ("heads", "Draft heads (learned, parallel)"), ("none", "none (vanilla AR)"))
 BOUND_LABELS = (("lantern", "LANTERN (δ per token)"), ("lantern++", "LANTERN++ (λ)"), ("step", "Step-bounded (δ per step)"))
 OPEN_FOLDER = "__open__"
 
