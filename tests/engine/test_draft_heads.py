@@ -41,6 +41,7 @@ class ReportsUniformQ(HeadsDrafter):
         return drafts, torch.full_like(q, 1.0 / q.shape[-1])
 
 
+@pytest.mark.slow  # 10k decodes and two mutants (~80 s): the same verify path as Jacobi's, whose test runs in CI
 def test_delta_zero_is_lossless_with_heads_and_mutants_are_caught(model, monkeypatch):
     """With guidance (two rows: SETTINGS' cfg 1.5) and 3 heads drafting 3 tokens a round, the
     first three tokens' joint law matches the enumeration (10k decodes, the project's tolerance).
