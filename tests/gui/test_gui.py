@@ -646,6 +646,7 @@ def test_polish_glyphs_focus_rings_icons_and_tooltips(qtbot, tiny):
 
 
 @needs_cxx
+@pytest.mark.slow  # a real compile in the window (~40 s); test_compiled_default.py covers the studio's side in CI
 def test_compiled_decoding_is_a_remembered_choice_the_engine_follows(qtbot, tiny):
     """Generate ▸ Compiled decoding: the loaded model compiles (the status line says so), its next
     image's forwards all run compiled, the choice is saved, and unticking goes back to eager."""
