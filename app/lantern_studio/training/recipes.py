@@ -295,11 +295,16 @@ RECIPE_V3 = [
     "    --grow-from resources/models/emoji-64/gpt.safetensors --init-from resources/models/emoji-64/gpt.safetensors \\",
     "    --start-step 0 --layers 6 --dim 256 --heads 8 --steps 3000 --lr 5e-4 --warmup 50 --dropout 0 --bf16 \\",
     "    --threads 1 --eval-every 500 --log-every 25 --checkpoint-seconds 180 --shifts none --run RUNS/v4-D-all",
-    "#   stopped by SIGTERM at step 436 (1,700 s; training loss 1.02); the same command with --export wrote",
-    "#   snapshots/emoji-64-ar-v4-1-all-step436.safetensors (fp16, sha256",
-    "#   4a5fc8dc244efac26d298359a7d5b326d99c836e19e8cef687e8486a36fd0c8d); to continue on a new machine: that command",
-    "#   with a new --run folder, --init-from the snapshot and --start-step 436 (keep --grow-from for the class order);",
-    "#   judge it per style with train validate --style S before shipping it (ship only the styles that hold)",
+    "#   stopped by SIGTERM at step 436 (1,700 s; training loss 1.02); continued on a new machine (session 12) with",
+    "#   --init-from snapshots/…-step436 (fp16) --start-step 436 --run RUNS/v4-D-all (optimiser moments restarted),",
+    "#   1 thread beside other work, paused for benches; stopped by SIGTERM at step 1617 (about 2 h 8 min of wall",
+    "#   time since the resume; training loss 0.55-0.58, the run's held-out NLL 0.925 @1500, 1.089 @1000);",
+    "#   the same command with --export wrote snapshots/emoji-64-ar-v4-1-all-step1617.safetensors (fp16, sha256",
+    "#   90653f9c5cc3fe0269f008c51e269d0d5aa046c44d749165a810197773846b01), which replaces the step-436 one; to",
+    "#   continue: that command with a new --run folder, --init-from the step-1617 snapshot and --start-step 1617",
+    "#   (keep --grow-from for the class order); judge it per style with train validate --style S before shipping",
+    "#   it (ship only the styles that hold). At step 1617 (24 names x 2 seeds, T 0.5/k 10/CFG 1):",
+    "#   identity top-5 fluent flat 37.5 %, google 27.1 %, twitter 8.3 % (v4.1: 72.9 / 66.7 %): not yet shippable",
 ]
 
 DRAWS_WELL_V3 = """## What it draws well (and what not yet)
