@@ -375,10 +375,7 @@ def train(args) -> dict:
     """Train (or resume); under torchrun every rank runs this, rank 0 logs, saves and exports.
     → the exported metrics (``{"pack": FILE}`` for ``--pack-out``; ``{"step", "stopped_by"}`` when a
     signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
-    outcome = _run(args)
-    if outcome.metrics is not None:
-        return outcome.metrics
-    return {"step": outcome.step, "stopped_by": outcome.stopped_by}
+    return _run(args).result()
 
 
 @command

@@ -80,10 +80,7 @@ def prepared_data(prepared) -> Prep:
 def train(args) -> dict:
     """Train (or resume) the drafter and export it; → its metrics (``{"step", "stopped_by"}`` when a
     signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
-    outcome = _run(args)
-    if outcome.metrics is not None:
-        return outcome.metrics
-    return {"step": outcome.step, "stopped_by": outcome.stopped_by}
+    return _run(args).result()
 
 
 def _run(args):

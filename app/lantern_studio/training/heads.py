@@ -217,10 +217,7 @@ def run_config(args, man: dict, resumed: dict | None) -> dict:
 def train(args) -> dict:
     """Train (or resume) the heads and export them; → their metrics (``{"step", "stopped_by"}`` when a
     signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
-    outcome = _run(args)
-    if outcome.metrics is not None:
-        return outcome.metrics
-    return {"step": outcome.step, "stopped_by": outcome.stopped_by}
+    return _run(args).result()
 
 
 def _run(args):

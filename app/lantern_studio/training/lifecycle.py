@@ -85,6 +85,12 @@ class Outcome:
     metrics: dict[str, Any] | None = None
     stopped_by: str | None = None
 
+    def result(self) -> dict[str, Any]:
+        """What a trainer's ``train`` returns: the export's metrics, else ``{"step", "stopped_by"}``."""
+        if self.metrics is not None:
+            return self.metrics
+        return {"step": self.step, "stopped_by": self.stopped_by}
+
 
 def run_log(folder: Path, rank: int = 0) -> RunLog:
     """The run folder (made if new) and its log; the other ranks of a distributed run keep theirs, quiet, beside it."""
