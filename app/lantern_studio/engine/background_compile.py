@@ -6,6 +6,8 @@ its own copy of the target, the tokenizer, conditioner and neighbour table share
 graphs in a daemon thread; the caller keeps decoding with the eager pipeline and swaps the twin in
 when it is done, between images (the studio's worker does). The copy is made in the caller's thread,
 so it never races a decode writing the caches it copies; the twin's graphs run only on its own caches.
+The one state a compile shares with the whole process, torch.fx's patches of ``nn.Module`` while it
+traces, is confined to the compiling thread (:mod:`.tracing_patches`) before the thread starts.
 
 A failed compile leaves a one-line ``note`` (why); a cancelled one is dropped (a graph already being
 compiled finishes in the background: inductor cannot be interrupted, and a daemon thread never keeps
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .compiled import cache_counts, missing_compiler, use_compile_cache
+from .tracing_patches import confine_tracing_patches
 
 Progress = Callable[[int, int], None]  # (graph i about to compile, of n)
 
@@ -34,6 +37,7 @@ class BackgroundCompile:
 
     def __init__(self, pipe, cache: Optional[Path] = None, on_graph: Optional[Progress] = None,
                  on_done: Optional[Callable[[], None]] = None):
+        confine_tracing_patches()  # the compile's traces must not reach the caller's eager decodes (tracing_patches)
         self.source = pipe
         self.cache = cache
         self.twin = pipe.with_compiled_steps(warm=False)

@@ -28,6 +28,8 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from .tracing_patches import confine_tracing_patches
+
 # inductor's own variable for its cache folder, and its value when this process started: a folder a
 # person chose then is kept (use_compile_cache), one this process set for itself is not
 CACHE_VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
@@ -93,6 +95,7 @@ class StepGraphs:
             if shape not in self._shapes:  # dynamo's config is per thread: set where this graph compiles
                 _allow_recompiles()
             if self._fn is None:
+                confine_tracing_patches()  # tracing here must not reach modules other threads call
                 self._fn = torch.compile(runner.static_step, fullgraph=True, dynamic=False, mode=_mode(tokens.device))
             t = time.perf_counter()
             if shape not in self._shapes:
