@@ -247,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("recogniser", ".training.recogniser", "train the quality recogniser on real images"),
         ("ship", ".training.ship", "assemble the bundled model folder from trained runs"),
         ("validate", ".training.validation", "draw validation classes with a class model and score them"),
+        ("jitter", ".training.jitter", "measure how jittered copies move an image's tokens to latent neighbours"),
     ]:
         _add_module(tsub, name, mod, text)
 

@@ -38,6 +38,7 @@ from ..paths import data_dir, runs_dir
 from . import distributed
 from .common import atomic_torch_save, cosine_lr, write_json
 from .data import identity_weights, short_caption
+from .jitter import KINDS as JITTER_KINDS, Jitter
 from .errors import TrainingError, command
 from .lifecycle import Outcome, Plan, run_log, run_trainer
 from .loop import CHECKPOINT_NAME, LoopSettings
@@ -144,12 +145,15 @@ def grown_vocabulary(meta: list, repertoire: str, grow_from: Path):
 
 
 def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,
-                    grow_from: Path | None = None, styles: list[str] | None = None) -> ClassPrep:
+                    grow_from: Path | None = None, styles: list[str] | None = None,
+                    jitter: Jitter | None = None) -> ClassPrep:
     """Tokenize once and give every image row its class [identity, style, tone] under the
     repertoire rule (models/classes.py); cached as run/prepared.pt. Every row of a kept identity
     trains (a class model draws only the classes it was taught, so no identity is held out);
     the NLL is evaluated on a fixed sample of unshifted training rows. ``styles``: train only the
-    rows of these art styles (the model keeps a vector for every style of its vocabulary)."""
+    rows of these art styles (the model keeps a vector for every style of its vocabulary).
+    ``jitter``: that many jittered copies of every image (training/jitter.py) follow the shifted ones;
+    a batch draws any copy of a row, the first (unshifted, clean) one for the NLL."""
     images, meta, manifest = load_dataset(data)
     vocab = grown_vocabulary(meta, repertoire, grow_from) if grow_from else vocabulary_from_meta(meta, repertoire)
     if styles:
@@ -162,11 +166,16 @@ def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shift
     images_sha = ((manifest.get("files") or {}).get("images.npy") or {}).get("sha256")
     key = {"vq": sha256_file(vq_path), "images": images_sha, "shifts": shifts, "kind": "class",
            "rows": hashlib.sha256(repr(keep).encode()).hexdigest()}
+    if jitter is not None:
+        key["jitter"] = jitter.key()
     # only the tokens are cached: the class table is re-read from the dataset at every start (cheap)
     cached = _cached(run, key)
     if cached is None:
         t0 = time.time()
-        codes = tokenize_shifts(images[keep], load_vq(vq_path), shifts, log)
+        vq = load_vq(vq_path)
+        codes = tokenize_shifts(images[keep], vq, shifts, log)
+        if jitter is not None:
+            codes = torch.cat([codes, tokenize_jitter(images[keep], vq, jitter, codes[0], log)])
         atomic_torch_save({"key": repr(key), "codes": codes, "vocab_size": int(codes.max()) + 1}, run / "prepared.pt")
         log(f"tokenized {len(keep)} images of {len(vocab.identities)} identities ({repertoire}) x {len(shifts)} "
             f"shifts in {time.time() - t0:.0f}s")
@@ -177,6 +186,17 @@ def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shift
                      weights=torch.from_numpy(identity_weights(kept_meta, range(len(keep)))),
                      vocab_size=load_vq(vq_path).args.codebook_size, grid=codes.shape[-1], vocabulary=vocab.to_json(),
                      identities=len(vocab.identities), styles=vocab.styles, tones=vocab.tones, trained_styles=styles)
+
+
+def tokenize_jitter(images: np.ndarray, vq, jitter: Jitter, clean: torch.Tensor, log) -> torch.Tensor:
+    """``jitter.copies`` jittered copies of ``images`` tokenized → (copies, N, h, w) int16; logs the share of
+    tokens each copy moves from ``clean`` (the unshifted tokens)."""
+    out = []
+    for i in range(jitter.copies):
+        log(f"tokenizing {jitter.kind} jitter copy {i + 1}/{jitter.copies}")
+        out.append(tokenize_images(vq, jitter.copy(images, i), log=log))
+        log(f"  jitter copy {i + 1}: {100 * float((out[-1] != clean).float().mean()):.1f} % of tokens moved")
+    return torch.stack(out)
 
 
 def parse_styles(text: str | None) -> list[str] | None:
@@ -252,11 +272,13 @@ def load_pack(path: Path) -> ClassPrep:
     return prep
 
 
-def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0):
+def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0,
+        inputs: torch.Tensor | None = None):
     """Next-token cross-entropy. With a neighbour table (V, k) and ``weight`` > 0 the target is
     soft, neighbour-aware (as IAR / SNCE argue for image tokens): 1 − weight on the token, weight
-    spread evenly over its k nearest codebook neighbours."""
-    logits = model(tok[:, :-1], cond, mask)  # forward = teacher_forced_logits (through DDP's hooks when wrapped)
+    spread evenly over its k nearest codebook neighbours. ``inputs``: the context tokens read (default
+    ``tok``; :func:`substitute_neighbours` makes contexts a relaxed acceptance creates), ``tok`` the targets."""
+    logits = model((tok if inputs is None else inputs)[:, :-1], cond, mask)  # forward = teacher_forced_logits (through DDP's hooks when wrapped)
     flat, target = logits.reshape(-1, logits.shape[-1]), tok.reshape(-1)
     if neighbours is None or weight <= 0:
         return F.cross_entropy(flat, target)
@@ -264,6 +286,19 @@ def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = N
     hard = -logp.gather(1, target[:, None]).squeeze(1)
     soft = -logp.gather(1, neighbours[target]).mean(1)
     return ((1 - weight) * hard + weight * soft).mean()
+
+
+def substitute_neighbours(tok: torch.Tensor, neighbours: torch.Tensor, share: float,
+                          gen: torch.Generator) -> torch.Tensor:
+    """``tok`` (B, T) with about ``share`` of its tokens replaced by one of their k nearest codes
+    (``neighbours`` (V, k), uniformly): the contexts LANTERN's relaxed acceptance leaves behind, which a
+    model taught only clean sequences has never read."""
+    if share <= 0:
+        return tok
+    where = torch.rand(tok.shape, generator=gen) < share
+    pick = torch.randint(0, neighbours.shape[1], tok.shape, generator=gen)
+    swapped = neighbours[tok.cpu(), pick].to(tok.device)
+    return torch.where(where.to(tok.device), swapped, tok)
 
 
 @torch.no_grad()
@@ -326,9 +361,11 @@ class ArTrainer:
         b = self.train_idx[torch.multinomial(self.train_w, a.batch, replacement=True, generator=self.gen)]
         rows = on_device(batch_from(self.data, b, self.gen), self.device)
         shown: dict[str, float] = {}
+        inputs = (substitute_neighbours(rows[0], self.neighbours, a.substitute, self.gen)
+                  if a.substitute > 0 else None)
         with self.autocast:
             if self.contrast is None:
-                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight)
+                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs)
             else:  # --objective cca: against the frozen reference (cca.py)
                 loss, shown = self.contrast(self.model, rows[0], rows[1])
         self.opt.zero_grad(set_to_none=True)
@@ -421,9 +458,13 @@ def check_args(args) -> None:
     tokenizes = args.prepared is None and not args.pack
     if tokenizes and not args.vq:
         raise TrainingError("train ar: --vq is needed to tokenize the dataset (or give --pack)")
-    if args.neighbour_weight > 0 and not args.vq:
-        raise TrainingError("train ar: --neighbour-weight needs --vq (the codebook's neighbours)")
-    if (tokenizes or args.neighbour_weight > 0) and not Path(args.vq).is_file():
+    if (args.neighbour_weight > 0 or args.substitute > 0) and not args.vq:
+        raise TrainingError("train ar: --neighbour-weight and --substitute need --vq (the codebook's neighbours)")
+    if not 0 <= args.substitute < 1:
+        raise TrainingError(f"train ar --substitute: must be in [0, 1), got {args.substitute}")
+    if args.jitter and args.condition != "class":
+        raise TrainingError("train ar --jitter: only class runs (--condition class) take jittered copies")
+    if (tokenizes or args.neighbour_weight > 0 or args.substitute > 0) and not Path(args.vq).is_file():
         raise TrainingError(f"train ar --vq {args.vq}: no such file")
 
 
@@ -447,7 +488,8 @@ def tokenized_data(args, run: Path, group, log, styles: list[str] | None) -> Pre
         if args.condition == "class":
             prep = prepare_classes(Path(args.data), Path(args.vq), run, args.repertoire, log=log,
                                    grow_from=Path(args.grow_from) if args.grow_from else None,
-                                   shifts=SHIFT_SETS[args.shifts], styles=styles)
+                                   shifts=SHIFT_SETS[args.shifts], styles=styles,
+                                   jitter=Jitter(args.jitter, args.jitter_copies, args.seed) if args.jitter else None)
         else:
             prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
     except TrainingError:
@@ -486,7 +528,8 @@ def build_trainer(args, prep: Prep, run: Path, group, log, resumed: dict | None)
     model = Transformer(margs)
     start_step = 0 if resumed is not None else initialise(model, args, prep, log)
     device = torch.device(args.device)
-    neighbours = neighbour_table(args.vq, args.neighbour_k).to(device) if args.neighbour_weight > 0 else None
+    wants_table = args.neighbour_weight > 0 or args.substitute > 0
+    neighbours = neighbour_table(args.vq, args.neighbour_k).to(device) if wants_table else None
     model.to(device)  # before the trainer: its optimizer (and a resumed optimizer's state) follows the parameters
     trainer = ArTrainer(args, prep, model, group, device, neighbours, Rows(prep), log)
     trainer.step = start_step
@@ -623,7 +666,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "feed-forward dropout")
     p.add_argument("--neighbour-weight", type=float, default=0.0, help="share of each token's target given to its "
                    "nearest codebook neighbours (neighbour-aware soft targets); 0 = plain cross-entropy")
-    p.add_argument("--neighbour-k", type=int, default=8, help="how many codebook neighbours share that weight")
+    p.add_argument("--neighbour-k", type=int, default=8, help="how many codebook neighbours share that weight "
+                   "(and --substitute draws from)")
+    p.add_argument("--jitter", choices=JITTER_KINDS, default=None, help="with --condition class: also train on "
+                   "jittered copies of every image (global: brightness/contrast/saturation/sharpen per picture; "
+                   "pixel: light noise per pixel; training/jitter.py)")
+    p.add_argument("--jitter-copies", type=int, default=4, help="with --jitter: copies per image (default 4)")
+    p.add_argument("--substitute", type=float, default=0.0, help="share of context tokens replaced by one of their "
+                   "--neighbour-k nearest codes (the targets stay): contexts a relaxed acceptance creates")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)

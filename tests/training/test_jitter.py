@@ -1,0 +1,118 @@
+"""Jittered copies (training/jitter.py) and neighbour-substituted contexts (training/ar.py): what model v5
+is taught so its next-token distribution is ambiguous among latent neighbours, as real image models are."""
+
+import numpy as np
+import pytest
+import torch
+
+from lantern_studio.engine.tokenizer import load_vq
+from lantern_studio.training import ar, jitter
+from lantern_studio.training.errors import TrainingError
+from support.dataset import class_dataset, tiny_vq_file
+
+
+def _pictures(n=6, seed=0) -> np.ndarray:
+    """Flat shapes with hard edges on white, as emoji are."""
+    rng = np.random.default_rng(seed)
+    out = np.full((n, 64, 64, 3), 255, np.uint8)
+    yy, xx = np.mgrid[:64, :64]
+    for i in range(n):
+        cy, cx, r = rng.integers(20, 44, 2).tolist() + [int(rng.integers(8, 18))]
+        out[i][(yy - cy) ** 2 + (xx - cx) ** 2 < r * r] = rng.integers(0, 230, 3)
+        out[i, 50:56, 10:40] = rng.integers(0, 120, 3)
+    return out
+
+
+def keeps_structure(original: np.ndarray, copy: np.ndarray) -> bool:
+    """Every background pixel is untouched, and each picture's edges stay where they were: the copy's
+    edge map matches the original's better than a 1-px-shifted original's does."""
+    bg = (original >= jitter.WHITE).all(-1)
+    if not np.array_equal(copy[bg], original[bg]):
+        return False
+
+    def edges(a):
+        g = a.astype(np.float32).mean(-1)
+        return np.abs(np.diff(g, axis=1))[:, :, :-1] + np.abs(np.diff(g, axis=2))[:, :-1, :]
+
+    def corr(a, b):
+        a, b = a.ravel() - a.mean(), b.ravel() - b.mean()
+        return float(a @ b / np.sqrt((a @ a) * (b @ b)))
+
+    e = edges(original)
+    shifted = edges(np.roll(original, 1, axis=2))
+    return corr(e, edges(copy)) > max(0.9, corr(e, shifted) + 0.2)
+
+
+@pytest.mark.parametrize("kind", jitter.KINDS)
+def test_jittered_copies_keep_every_pixel_in_place_and_change_values(kind):
+    pics = _pictures()
+    spec = jitter.Jitter(kind, copies=3, seed=1)
+    for i in range(spec.copies):
+        copy = spec.copy(pics, i)
+        assert copy.shape == pics.shape and copy.dtype == np.uint8
+        assert keeps_structure(pics, copy)
+        fg = (pics < jitter.WHITE).any(-1)
+        assert np.abs(copy[fg].astype(int) - pics[fg]).mean() > 0.5  # the drawing did change
+    assert np.array_equal(spec.copy(pics, 2), spec.copy(pics, 2))  # seeded
+    assert not np.array_equal(spec.copy(pics, 0), spec.copy(pics, 1))
+
+
+def test_the_structure_check_rejects_a_jitter_that_shifts(monkeypatch):
+    """The mutant: a 'jitter' that moves the picture by one pixel fails the same check."""
+    pics = _pictures()
+    real = jitter.jitter_images
+    monkeypatch.setattr(jitter, "jitter_images",
+                        lambda images, kind, rng: np.roll(real(images, kind, rng), 1, axis=2))
+    assert not keeps_structure(pics, jitter.Jitter("global", 1).copy(pics, 0))
+
+
+def test_bad_jitter_settings_are_named():
+    with pytest.raises(TrainingError, match="kind must be one of global, pixel"):
+        jitter.Jitter("shift", 2)
+    with pytest.raises(TrainingError, match=r"copies must be in \[1, 16\], got 0"):
+        jitter.Jitter("pixel", 0)
+
+
+def test_token_moves_counts_changed_tokens_and_their_neighbour_rank(tmp_path):
+    vq = load_vq(tiny_vq_file(tmp_path / "vq.safetensors", codebook_size=16))
+    pics = _pictures(4)
+    same = jitter.token_moves(vq, pics, pics, ks=(1, 15))
+    assert same["changed"] == 0.0 and same["tokens"] >= 4 and "within_1" not in same
+    moved = jitter.token_moves(vq, pics, 255 - pics, ks=(1, 15))
+    assert moved["changed"] > 0 and moved["within_15"] == pytest.approx(1.0)  # 15 others: every code is in
+    assert 0 <= moved["within_1"] <= moved["within_15"]
+
+
+def test_substituted_contexts_swap_about_the_share_asked_for_neighbours_only():
+    """Statistical (seed 0, 64k tokens): the share replaced is 0.1 ± 0.01, every replacement is one of the
+    token's listed neighbours, and a mutant drawing any code instead is caught by the same check."""
+    g = torch.Generator().manual_seed(0)
+    table = torch.stack([torch.tensor([(v + 1) % 32, (v + 2) % 32, (v + 3) % 32]) for v in range(32)])
+    tok = torch.randint(0, 32, (64, 1000), generator=g)
+
+    def check(out):
+        changed = out != tok
+        ok = (table[tok] == out[..., None]).any(-1)
+        return abs(float(changed.float().mean()) - 0.1) < 0.01 and bool(ok[changed].all())
+
+    assert check(ar.substitute_neighbours(tok, table, 0.1, g))
+    assert torch.equal(ar.substitute_neighbours(tok, table, 0.0, g), tok)
+    anything = torch.where(torch.rand(tok.shape, generator=g) < 0.1, torch.randint(0, 32, tok.shape, generator=g), tok)
+    assert not check(anything)
+
+
+def test_a_class_run_prepares_its_jittered_copies_after_the_clean_tokens(tmp_path):
+    data = tmp_path / "data"
+    class_dataset(data)
+    vq = tiny_vq_file(tmp_path / "vq.safetensors", codebook_size=16)
+    plain = ar.prepare_classes(data, vq, tmp_path / "a", "all", shifts=ar.SHIFT_SETS["none"], log=lambda *_: None)
+    jit = ar.prepare_classes(data, vq, tmp_path / "b", "all", shifts=ar.SHIFT_SETS["none"], log=lambda *_: None,
+                             jitter=jitter.Jitter("global", 2, seed=3))
+    assert plain.codes.shape[0] == 1 and jit.codes.shape[0] == 3
+    assert torch.equal(jit.codes[0], plain.codes[0])  # the clean tokens first: the NLL reads copy 0
+    again = ar.prepare_classes(data, vq, tmp_path / "b", "all", shifts=ar.SHIFT_SETS["none"], log=lambda *_: None,
+                               jitter=jitter.Jitter("global", 2, seed=3))
+    assert torch.equal(again.codes, jit.codes)  # cached under a key that records the jitter
+    other = ar.prepare_classes(data, vq, tmp_path / "b", "all", shifts=ar.SHIFT_SETS["none"], log=lambda *_: None,
+                               jitter=jitter.Jitter("pixel", 1, seed=3))
+    assert other.codes.shape[0] == 2
