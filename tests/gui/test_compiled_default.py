@@ -42,6 +42,7 @@ def stand_in_compile(monkeypatch):
 
     monkeypatch.setattr(torch, "compile", compile)
     monkeypatch.setattr("lantern_studio.engine.background_compile.missing_compiler", lambda _device: None)
+    monkeypatch.setattr(compiled_steps, "TIME_ROUNDS", 0)  # no timing: compiled serves every family
     return gate, calls
 
 
@@ -58,7 +59,8 @@ def test_compiled_is_the_default_and_eager_serves_generate_until_the_compile_is_
     assert w.prefs.get_json("compiled_decoding") is None and w.compiled_action.isChecked()
     # the model is ready while its steps compile; the status line says how far the compile is
     qtbot.waitUntil(lambda: "compiling decode steps… 1/2" in w.status_model.text(), timeout=WAIT)
-    assert w.model_info.steps == "eager" and len(calls) == 1
+    qtbot.waitUntil(lambda: len(calls) == 1, timeout=WAIT)  # the line is said just before the graph compiles
+    assert w.model_info.steps == "eager"
     _, r = run_job(qtbot, w)  # served at once, eagerly, while the compile waits at the gate
     assert r.stats["compiled_forwards"] == 0 and w.finished_record["compiled"] is False
     entry = w.store.entries()[0]
@@ -161,3 +163,62 @@ def test_closing_the_window_while_compiling_returns_at_once_and_the_compile_ends
     gate.set()
     assert task.wait(WAIT / 1000) and task.result is None
     assert "Traceback" not in capfd.readouterr().err
+
+
+# --------------------------------------------------------------------------- compiled only where faster
+
+
+def _timed_as(monkeypatch, tmp_path, vanilla, speculative, counted=None):
+    """Timing after the stand-in compile reports ``vanilla`` / ``speculative`` as (eager s, compiled s);
+    verdicts are kept under ``tmp_path``."""
+    from lantern_studio.engine import background_compile, decode_paths
+
+    def fake_time(pipe, rounds, should_stop=None):
+        if counted is not None:
+            counted.append(rounds)
+        return {decode_paths.VANILLA: decode_paths.PathTiming(*vanilla),
+                decode_paths.SPECULATIVE: decode_paths.PathTiming(*speculative)}
+
+    monkeypatch.setattr(background_compile, "time_paths", fake_time)
+    monkeypatch.setattr(compiled_steps, "compile_cache", lambda: tmp_path / "compiled")
+    monkeypatch.setattr(compiled_steps, "TIME_ROUNDS", 3)
+
+
+def test_each_family_decodes_on_the_path_measured_faster_and_the_status_says_why(
+        qtbot, tiny, stand_in_compile, monkeypatch, tmp_path):
+    gate, calls = stand_in_compile
+    timed = []
+    _timed_as(monkeypatch, tmp_path, vanilla=(1.15, 1.07), speculative=(0.78, 0.85), counted=timed)
+    gate.set()
+    w = open_window(qtbot, tiny)
+    w.set_compiled_decoding(True)  # an earlier test of this module may have saved "off"
+    qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.steps.startswith("measured: "), timeout=WAIT)
+    assert timed == [3]
+    assert "compiled for vanilla AR, eager for speculative (LANTERN)" in w.status_model.text()
+    assert "0.85 s compiled vs 0.78 s eager" in w.status_model.toolTip()
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("none"))
+    _, r = run_job(qtbot, w)
+    assert r.stats["compiled_forwards"] == r.stats["target_forwards"] > 0  # vanilla: compiled was faster
+    w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))
+    _, r = run_job(qtbot, w)
+    assert r.stats["compiled_forwards"] == 0 and w.finished_record["compiled"] is False  # speculative: eager
+
+
+def test_a_relaunch_remembers_that_compiled_is_slower_and_compiles_nothing(
+        qtbot, tiny, stand_in_compile, monkeypatch, tmp_path):
+    gate, calls = stand_in_compile
+    _timed_as(monkeypatch, tmp_path, vanilla=(1.0, 1.2), speculative=(0.78, 0.85))
+    gate.set()
+    w = open_window(qtbot, tiny)
+    w.set_compiled_decoding(True)  # an earlier test of this module may have saved "off"
+    qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.steps.startswith("measured: "), timeout=WAIT)
+    assert "eager (faster here than compiled)" in w.status_model.text() and len(calls) == 1
+    assert (tmp_path / "compiled" / "decode-paths.json").is_file()
+    w.close()
+
+    again = open_window(qtbot, tiny)  # the same machine and model: the verdict is read, nothing compiles
+    qtbot.waitUntil(lambda: again.model_info is not None and again.model_info.steps.startswith("measured: "),
+                    timeout=WAIT)
+    _, r = run_job(qtbot, again)
+    assert r.stats["compiled_forwards"] == 0 and len(calls) == 1
+    assert not again.jobs.worker.steps.compiling

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .compiled import cache_counts, missing_compiler, use_compile_cache
+from .decode_paths import time_paths
 from .tracing_patches import confine_tracing_patches
 
 Progress = Callable[[int, int], None]  # (graph i about to compile, of n)
@@ -33,10 +34,12 @@ class BackgroundCompile:
     ``cache``: the folder inductor keeps compiled graphs in across launches (``compiled.use_compile_cache``),
     set in the thread before its compile, like the check for a C++ compiler (both load the compiler stack:
     seconds, which the caller's thread does not wait for). ``on_graph(i, n)`` hears each graph before it
-    compiles; ``on_done()`` is called from the thread when it ends (not after ``cancel``)."""
+    compiles; ``on_done()`` is called from the thread when it ends (not after ``cancel``). With
+    ``time_rounds`` the compiled and eager paths are then timed per family (``timings``)."""
 
     def __init__(self, pipe, cache: Optional[Path] = None, on_graph: Optional[Progress] = None,
-                 on_done: Optional[Callable[[], None]] = None):
+                 on_done: Optional[Callable[[], None]] = None, time_rounds: int = 0,
+                 on_timing: Optional[Callable[[], None]] = None):
         confine_tracing_patches()  # the compile's traces must not reach the caller's eager decodes (tracing_patches)
         self.source = pipe
         self.cache = cache
@@ -45,6 +48,10 @@ class BackgroundCompile:
         self.on_done = on_done or (lambda: None)
         self.note: Optional[str] = None  # why compiling failed (the twin is then not used)
         self.seconds = 0.0
+        # time_rounds > 0: once compiled, that many decodes per family and path are timed on the twin
+        # (decode_paths.time_paths; on_timing hears when that starts) → timings {family: PathTiming}
+        self.time_rounds, self.on_timing = time_rounds, on_timing or (lambda: None)
+        self.timings: Optional[dict] = None
         self.cache_hits = self.cache_misses = 0  # inductor's FX graph cache, over this compile
         self._cancelled = threading.Event()
         self._done = threading.Event()
@@ -94,6 +101,9 @@ class BackgroundCompile:
                 graphs = self.twin.compiled
                 if graphs is not None and graphs.failed:
                     self.note = graphs.note
+                elif self.time_rounds > 0 and not self.cancelled:
+                    self.on_timing()
+                    self.timings = time_paths(self.twin, self.time_rounds, self._cancelled.is_set)
         except Exception as e:  # noqa: BLE001 - anything the compiler stack raises: the eager path stays
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             self.note = f"compiled decoding unavailable, running eagerly ({type(e).__name__}: {first[:160]})"

@@ -7,7 +7,12 @@ worker swaps it in between jobs, never during one. A compile is tried once a ses
 without a C++ compiler (or where compiling fails) says why in one line and stays eager.
 
 The graphs go to a cache in the studio's cache folder (``paths.cache_dir() / "compiled"``), so a
-relaunch loads them instead of compiling again. This object lives in the worker thread (the worker
+relaunch loads them instead of compiling again. Compiled is not faster on every CPU: once compiled,
+a few decodes of each family (vanilla, speculative) are timed eager and compiled
+(``engine.decode_paths``), a job uses the compiled steps only for a family where they measured
+faster, and the verdict is kept beside the cache under the machine's and the model's fingerprint, so
+a relaunch knows at once (and compiles nothing when no family would use it). The status line says
+which path runs and why. This object lives in the worker thread (the worker
 calls it); only ``cancel`` is called from elsewhere (the GUI thread, at close). It is Qt-free: the worker
 turns its callbacks into answers.
 """
@@ -19,9 +24,13 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..engine.background_compile import BackgroundCompile
+from ..engine.decode_paths import FAMILIES, FAMILY_WORDS, SPECULATIVE, PathVerdicts, describe, family_of, fingerprint
 from ..paths import cache_dir
 
 EAGER, COMPILED = "eager", "compiled"  # the two decode paths, as records and job requests name them
+#: how ``steps`` starts when measured timings decide the path: "measured: SHORT — WHY"
+MEASURED = "measured: "
+TIME_ROUNDS = 3  # decodes per family and path timed after a compile
 
 
 def compile_cache() -> Path:
@@ -43,6 +52,8 @@ class CompiledSteps:
         self.task: Optional[BackgroundCompile] = None
         self.note: Optional[str] = None  # why compiling failed: kept for the session, never tried again
         self.doing = ""  # what the running compile does now ("compiling decode steps… 1/2"), "" when none
+        self.timings: Optional[dict] = None  # {family: PathTiming} for the loaded model on this machine
+        self._fingerprint = ""
 
     # ------------------------------------------------------------------ state
     @property
@@ -51,9 +62,16 @@ class CompiledSteps:
         why compiling failed (then eagerly)."""
         if not self.wanted:
             return EAGER
+        if self.note is not None:
+            return self.note
+        if self.timings is not None and (self.twin is not None or not self._uses_compiled()):
+            return measured_steps(self.timings)
         if self.twin is not None:
             return COMPILED
-        return self.note or EAGER
+        return EAGER
+
+    def _uses_compiled(self) -> bool:
+        return self.timings is None or any(t.faster == COMPILED for t in self.timings.values())
 
     @property
     def compiling(self) -> bool:
@@ -64,6 +82,8 @@ class CompiledSteps:
         """A new model is loaded (eager, warmed): its twin compiles now if compiled steps are wanted."""
         self.cancel()
         self.eager, self.twin = pipe, None
+        self._fingerprint = fingerprint(pipe)
+        self.timings = self._verdicts().get(self._fingerprint)
         if self.wanted:
             self.start()
 
@@ -81,8 +101,12 @@ class CompiledSteps:
         or compiling failed this session."""
         if self.eager is None or self.twin is not None or self.compiling or self.note is not None:
             return
+        if not self._uses_compiled():  # measured before on this machine: no family is faster compiled
+            return
         try:  # the twin's copy of the target is made here: memory the machine may not have
-            task = BackgroundCompile(self.eager, compile_cache(), self._graph, self.on_done)
+            task = BackgroundCompile(self.eager, compile_cache(), self._graph, self.on_done,
+                                     time_rounds=0 if self.timings is not None else TIME_ROUNDS,
+                                     on_timing=self._timing)
         except (MemoryError, RuntimeError) as e:
             self._failed(f"compiled decoding unavailable, running eagerly ({type(e).__name__}: {e})"[:240])
             return
@@ -93,6 +117,14 @@ class CompiledSteps:
     def _graph(self, i: int, n: int) -> None:
         self.doing = f"compiling decode steps… {i}/{n}"
         self.on_status(self.doing)
+
+    def _timing(self) -> None:
+        self.doing = "timing compiled vs eager decodes…"
+        self.on_status(self.doing)
+
+    @staticmethod
+    def _verdicts() -> PathVerdicts:
+        return PathVerdicts(compile_cache())
 
     def adopt(self) -> bool:
         """Take the background compile's outcome (in the worker thread, between jobs): its twin, or its
@@ -107,6 +139,9 @@ class CompiledSteps:
             self._failed(task.note)
         else:
             self.twin = task.result
+            if task.timings is not None:
+                self.timings = task.timings
+                self._verdicts().put(self._fingerprint, task.timings)
         return True
 
     def _failed(self, note: str) -> None:
@@ -121,17 +156,23 @@ class CompiledSteps:
             self.task, self.doing = None, ""
 
     # ------------------------------------------------------------------ a job's pipeline
-    def for_job(self, path: Optional[str], should_stop: Callable[[], bool]):
+    def for_job(self, path: Optional[str], should_stop: Callable[[], bool], settings=None):
         """The pipeline a job decodes with: ``path`` "eager" or "compiled" (a replayed record's), else the
-        person's choice. A job that asks for compiled steps before they exist waits for their compile
-        (starting it if compiled decoding is off); where compiling failed it runs eagerly."""
+        person's choice, for the family of the job's ``settings`` where compiled measured faster. A job
+        that asks for compiled steps before they exist waits for their compile (starting it if compiled
+        decoding is off); where compiling failed it runs eagerly."""
         self.adopt()
         if path == EAGER:
             return self.eager
         if path == COMPILED:
             self._wait_for_twin(should_stop)
             return self.twin or self.eager
-        return self.twin if self.wanted and self.twin is not None else self.eager
+        if not self.wanted or self.twin is None:
+            return self.eager
+        if self.timings is not None:
+            family = family_of(settings) if settings is not None else SPECULATIVE
+            return self.twin if self.timings[family].faster == COMPILED else self.eager
+        return self.twin
 
     def _wait_for_twin(self, should_stop: Callable[[], bool]) -> None:
         self.start()
@@ -140,3 +181,17 @@ class CompiledSteps:
             if should_stop():
                 return
         self.adopt()
+
+
+def measured_steps(timings: dict) -> str:
+    """``steps`` when measured timings decide: "measured: SHORT — WHY" (SHORT for the status line)."""
+    fast = [f for f in FAMILIES if timings[f].faster == COMPILED]
+    if len(fast) == len(FAMILIES):
+        short = "compiled (faster here)"
+    elif not fast:
+        short = "eager (faster here than compiled)"
+    else:
+        slow = [f for f in FAMILIES if f not in fast]
+        short = (f"compiled for {', '.join(FAMILY_WORDS[f] for f in fast)}, eager for "
+                 f"{', '.join(FAMILY_WORDS[f] for f in slow)} (faster here)")
+    return f"{MEASURED}{short} — measured on this machine: {describe(timings)}"

@@ -78,6 +78,8 @@ class ModelInfo:
         failed)", or what the background compile is doing (``doing``: "compiling decode steps… 1/2")."""
         if doing:
             return f" · {doing}"
+        if self.steps.startswith("measured: "):  # compiled_steps.measured_steps: "measured: SHORT — WHY"
+            return " · " + self.steps[len("measured: "):].split(" — ", 1)[0]
         return {"eager": "", "compiled": " · compiled"}.get(self.steps, " · eager (compiling failed)")
 
     def status_text(self, doing: str = "") -> str:
@@ -87,10 +89,12 @@ class ModelInfo:
 
     def status_tip(self) -> str:
         """The status line's tooltip: what the precision and the steps' path mean."""
+        measured = self.steps.startswith("measured: ")
         why = "" if self.steps in ("eager", "compiled") else f"\n{self.steps}"
+        path = ("compiled where faster" if measured else 'compiled' if self.steps == 'compiled' else 'eager')
         return (f"Weights and KV caches in {self.precision} (chosen automatically: bf16 where the CPU or GPU "
                 "multiplies bf16 natively, fp32 elsewhere); decode steps "
-                f"{'compiled' if self.steps == 'compiled' else 'eager'} (Generate ▸ Compiled decoding){why}")
+                f"{path} (Generate ▸ Compiled decoding){why}")
 
 
 @dataclass

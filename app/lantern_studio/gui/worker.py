@@ -202,7 +202,7 @@ class Worker(QObject):
                 raise
             before = self.steps.steps
             # a compile that ended while the last job ran is in from this job on; a replayed record's path
-            pipe = self.steps.for_job(job.steps, job.cancel_event.is_set)
+            pipe = self.steps.for_job(job.steps, job.cancel_event.is_set, job.settings)
             if self.steps.steps != before:
                 self._say_steps()
             result = self._decode(pipe, job)
