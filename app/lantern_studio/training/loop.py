@@ -12,7 +12,9 @@ the life around the steps, the same for all of them:
   ``kill -9`` leaves the previous checkpoint whole) every ``checkpoint_seconds`` and whenever
   the loop ends;
 * **resume**: re-running the same command reads the checkpoint (:func:`read_checkpoint`) and
-  continues from its step (:func:`restore`);
+  continues from its step (:func:`restore`). The file is untrusted input: every field is checked
+  (:func:`checkpoint_problem`), then its fit to the trainer (:func:`restore_problem`), before any of
+  it is loaded; a save that fails (a full disk) keeps the previous checkpoint and says so;
 * **stop**: SIGTERM / SIGINT finish the current step, checkpoint, and end the loop with
   ``stopped_by`` naming the signal (the commands exit 143 / 130);
 * **evaluate**: every ``eval_every`` steps and once more at the end (unless a signal stopped it),
@@ -255,8 +257,10 @@ def write_checkpoint(path: Path, trainer: Steppable, *, wall: float, history: li
         }, path)
     except OSError as e:
         raise CheckpointWriteError(_write_failed(path, trainer.step, e.strerror or str(e))) from None
-    except RuntimeError as e:  # torch's zip writer: "[enforce fail at inline_container.cc] … file write failed"
-        if "PytorchStreamWriter" not in str(e) and "write failed" not in str(e):
+    except RuntimeError as e:
+        # torch's zip writer on a full disk: "[enforce fail at inline_container.cc:672] . unexpected pos …"
+        # (after "basic_ios::clear: iostream error"), or "… PytorchStreamWriter failed writing file …"
+        if not any(s in str(e) for s in ("inline_container", "PytorchStreamWriter", "write failed", "iostream error")):
             raise
         raise CheckpointWriteError(_write_failed(path, trainer.step, "file write failed")) from None
 
