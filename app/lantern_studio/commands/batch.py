@@ -261,12 +261,10 @@ def _finish(args, executor, info, plan, prompts, out: Path, done: dict, counts: 
     """Compact the manifest, write report.json (and the plot), print the table."""
     written = written or {}
     manifest = Manifest(out)
-    final = manifest.read()
-    if final.torn or final.superseded:  # leave one line per image
-        try:
-            manifest.compact(final.entries.values())
-        except OSError as e:
-            return _err(f"writing {manifest.path} failed: {e.strerror or e}")
+    try:  # leave one line per image (under the folder's lock: another batch may be appending)
+        final = manifest.compact_latest()
+    except OSError as e:
+        return _err(f"writing {manifest.path} failed: {e.strerror or e}")
     by_key = plan.by_key()
     entries = {k: final.entries[k] for k in by_key if k in final.entries}
     missing = [k for k in by_key if k not in entries]

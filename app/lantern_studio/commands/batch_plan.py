@@ -16,11 +16,15 @@ the CLI (commands/batch.py) use this; see docs/scale-out.md.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import math
 import os
+import re
+import socket
+import time
 import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,7 +35,13 @@ from ..engine.settings import GenerationSettings, SettingsError
 from ..export import slug
 from ..records import RecordError, bounded_json
 
+try:
+    import fcntl
+except ImportError:  # (Windows has no flock: Manifest.locked then locks nothing)
+    fcntl = None
+
 MANIFEST = "manifest.jsonl"
+LOCK = ".batch.lock"  # the output folder's writers' lock (Manifest.locked)
 IMAGES = "images"
 KEY_SCHEMA = "lantern-studio-batch/1"
 VANILLA = "vanilla"
@@ -489,20 +499,92 @@ class Manifest:
             os.close(fd)
 
     def compact(self, keep: Iterable[dict]) -> None:
-        """Rewrite the manifest with exactly ``keep`` (one line each), atomically."""
+        """Rewrite the manifest with exactly ``keep`` (one line each), atomically. (Under :meth:`locked`,
+        with ``keep`` read under it too, when another writer may be appending.)"""
         body = "".join(json.dumps(e, sort_keys=True, ensure_ascii=False, default=str) + "\n" for e in keep)
         atomic_write(self.path, lambda tmp: Path(tmp).write_text(body, encoding="utf-8"), durable=True)
         self._checked_tail = True
 
+    def compact_latest(self) -> ManifestState:
+        """Under the lock: read the manifest and, if it holds torn or superseded lines, rewrite it with one
+        line per image (a line another writer appends meanwhile waits, so none is lost); → what it held."""
+        with self.locked():
+            st = self.read()
+            if st.torn or st.superseded:
+                self.compact(st.entries.values())
+            return st
+
+    @contextlib.contextmanager
+    def locked(self):
+        """The output folder's writers' lock (``DIR/.batch.lock``, ``flock``): a PNG's rename and its line,
+        and a compaction, happen under it, one writer at a time, processes and threads alike. (Where
+        ``flock`` does not exist, nothing is locked.)"""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if fcntl is None:
+            yield
+            return
+        fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # (closing releases the lock)
+
+
+#: A temporary PNG of another process on another host (whose life cannot be asked) is stale after this.
+STALE_TEMP_SECONDS = 3600.0
+#: ``.<file>.<host tag>-<pid>.<random>.tmp.png``: the temporary name of a PNG being committed (commit)
+_OWNED_TEMP = re.compile(r"\.([0-9a-f]{8})-(\d+)\.[A-Za-z0-9_]+\.tmp\.png$")
+
+
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def temp_owner() -> str:
+    """This process's part of its temporary PNG names: the host (hashed) and the process id."""
+    return f"{_host_tag()}-{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host still runs (where that cannot be asked: assumed so)."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill would end it there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
+
+
+def is_stale_temp(f: Path, now: Optional[float] = None) -> bool:
+    """Whether a hidden ``*.tmp.png`` in ``images/`` is a leftover (safe to delete), not a write in progress:
+    one this host's dead process named, one named the way older versions did (no owner to ask), or one
+    untouched for :data:`STALE_TEMP_SECONDS` (another host's, or a reused process id)."""
+    m = _OWNED_TEMP.search(f.name)
+    if m is None:
+        return True
+    if m.group(1) == _host_tag() and not _alive(int(m.group(2))):
+        return True
+    try:
+        return (time.time() if now is None else now) - f.stat().st_mtime > STALE_TEMP_SECONDS
+    except OSError:
+        return False
+
 
 def remove_leftovers(out_dir) -> int:
-    """Delete temporary files a killed write left in ``DIR/images`` (hidden ``*.tmp.png``); → how many."""
+    """Delete temporary files a killed write left in ``DIR/images`` (hidden ``*.tmp.png``); → how many.
+    A write in progress (another ``batch`` into the same folder) is left alone: :func:`is_stale_temp`."""
     folder = Path(out_dir) / IMAGES
     n = 0
     refuse_links(out_dir)
     if folder.is_dir():
         for f in folder.iterdir():
-            if f.name.startswith(".") and f.name.endswith(".tmp.png") and f.is_file():
+            if f.name.startswith(".") and f.name.endswith(".tmp.png") and f.is_file() and is_stale_temp(f):
                 try:
                     f.unlink()
                     n += 1
@@ -513,14 +595,21 @@ def remove_leftovers(out_dir) -> int:
 
 def commit(out_dir, manifest: Manifest, item: WorkItem, png: bytes, entry: dict) -> dict:
     """Write one finished image: its PNG (atomically, durably), then its manifest line.
-    ``entry`` is the worker's description (stats, seconds, worker); → the line written."""
+    ``entry`` is the worker's description (stats, seconds, worker); → the line written.
+
+    Two writers of one folder (two ``batch`` runs, or threads) stay in step: the temporary PNG is
+    named for this process (:func:`temp_owner`, so another run's start-up leaves it alone), and the
+    rename and its line happen under the folder's lock (:meth:`Manifest.locked`), so the last line
+    for a file always describes the bytes renamed into place last."""
     path = Path(out_dir) / item.file
     refuse_links(out_dir)
-    atomic_write(path, lambda tmp: Path(tmp).write_bytes(png), durable=True)
     line = {**entry, "key": item.key, "file": item.file, "prompt": item.prompt, "seed": item.seed,
             "settings": item.settings, "prompt_index": item.prompt_index,
             # the line's own subgroup, else the one the worker's scorer matched the prompt to
             "subgroup": item.subgroup if item.subgroup is not None else entry.get("subgroup"),
             "sha256": hashlib.sha256(png).hexdigest(), "bytes": len(png)}
-    manifest.append(line)
+    with manifest.locked():
+        atomic_write(path, lambda tmp: Path(tmp).write_bytes(png), durable=True,
+                     temp_prefix=f".{path.name}.{temp_owner()}.")
+        manifest.append(line)
     return line

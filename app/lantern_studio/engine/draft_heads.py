@@ -34,6 +34,49 @@ from .sampling import probs_from_logits, sample
 
 KIND = "heads"  # the safetensors ``kind`` of a heads file
 
+#: The widest hidden layer a heads file may declare, as a multiple of its target's width (trained
+#: heads use about 1×: 256 beside the bundled model's 256).
+HIDDEN_PER_WIDTH = 8
+#: The most heads a file may declare: the longest draft window a decode asks for
+#: (``GenerationSettings.draft_length`` ≤ 64); a head past it could never draft.
+MAX_HEADS = 64
+
+
+class HeadsConfigError(ValueError):
+    """A heads configuration out of bounds; the message names the field and its allowed range."""
+
+
+def _bounded_int(field: str, value, low: int, high: int, why: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise HeadsConfigError(f'draft heads "{field}" must be an integer in [{low}, {high}]{why}, got {value!r}')
+    return value
+
+
+def check_config(config, target_dim: int, file_values: Optional[int] = None) -> dict:
+    """A heads file's (or a training checkpoint's) declared sizes, checked against the target they belong
+    to before any tensor is made: ``dim`` the target's width, ``heads`` in [1, :data:`MAX_HEADS`],
+    ``hidden`` in [1, :data:`HIDDEN_PER_WIDTH` × the width]; with ``file_values`` (the values the file
+    holds), no more parameters than that. → {"dim", "heads", "hidden"}; else :class:`HeadsConfigError`."""
+    if not isinstance(config, dict):
+        raise HeadsConfigError(f"draft heads configuration must be a JSON object, got {type(config).__name__}")
+    dim = config.get("dim")
+    if dim != target_dim or isinstance(dim, bool) or not isinstance(dim, int):
+        raise HeadsConfigError(f"draft heads of width {dim!r}, but the GPT's features are {target_dim} wide "
+                               f'("dim" must be {target_dim})')
+    heads = _bounded_int("heads", config.get("heads"), 1, MAX_HEADS, " (the longest draft window)")
+    hidden = _bounded_int("hidden", config.get("hidden"), 1, HIDDEN_PER_WIDTH * dim,
+                          f" ({HIDDEN_PER_WIDTH} × the target's width {dim})")
+    want = parameter_count(dim, heads, hidden)
+    if file_values is not None and want > file_values:
+        raise HeadsConfigError(f"draft heads configuration (heads {heads}, hidden {hidden}) describes {want:,} "
+                               f"parameters but the file holds {file_values:,} values (refused before allocating)")
+    return {"dim": dim, "heads": heads, "hidden": hidden}
+
+
+def parameter_count(dim: int, n_heads: int, hidden: int) -> int:
+    """The parameters of :class:`DraftHeads` (dim, n_heads, hidden), computed without building it."""
+    return n_heads * (2 * dim * hidden + hidden + hidden * dim + dim)
+
 
 class DraftHead(nn.Module):
     """One head's residual MLP: [h; e] (2·dim) → hidden → dim, added to h."""

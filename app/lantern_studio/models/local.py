@@ -27,7 +27,7 @@ from ..engine.checkpoints import (CheckpointError, load_gpt, load_state_strict, 
                                   save_weights, stored_as)
 from ..engine.files import atomic_write, sha256_file
 from ..engine.drafters import EagleHead
-from ..engine.draft_heads import KIND as HEADS_KIND, DraftHeads
+from ..engine.draft_heads import KIND as HEADS_KIND, DraftHeads, HeadsConfigError, check_config as check_heads_config
 from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.snap import IdentityConditioner
@@ -271,12 +271,11 @@ def load_heads(path, gpt_config) -> DraftHeads:
     """A heads file (kind "heads", its K and hidden size in the metadata) for a target of ``gpt_config``;
     every problem is a CheckpointError naming the file."""
     sd, config = load_weights(path, HEADS_KIND)
-    try:
-        heads = DraftHeads.from_config(config)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: bad draft-heads configuration {config!r} ({type(e).__name__}: {e})") from None
-    if heads.dim != gpt_config.dim:
-        raise CheckpointError(f"{path}: draft heads of width {heads.dim}, but the GPT's features are {gpt_config.dim} wide")
+    try:  # the declared sizes, bounded by the target and by the file, before any tensor is made
+        config = check_heads_config(config, gpt_config.dim, sum(v.numel() for v in sd.values()))
+    except HeadsConfigError as e:
+        raise CheckpointError(f"{path}: {e}") from None
+    heads = DraftHeads.from_config(config)
     load_state_strict(heads, sd, path)
     return heads.eval()
 

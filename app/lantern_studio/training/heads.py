@@ -19,20 +19,21 @@ hashed in its model.json, so the pipeline offers drafter "heads").
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from ..engine.checkpoints import CheckpointError, load_gpt, save_weights
-from ..engine.draft_heads import KIND, DraftHeads
+from ..engine.draft_heads import KIND, DraftHeads, HeadsConfigError, check_config
 from ..engine.sampling import guided_logits
 from ..models.local import folder_file, install_heads, read_manifest, verify_files
 from ..paths import runs_dir
 from .common import cosine_lr, write_json
 from .errors import TrainingError, command
 from .lifecycle import Plan, run_log, run_trainer
-from .loop import LoopSettings
+from .loop import CHECKPOINT_NAME, LoopSettings
 from .prepared import Prep, as_prep, batch_from, load_prepared
 
 
@@ -198,20 +199,39 @@ def training_data(args) -> Prep:
     raise TrainingError("train heads needs --pack (a class run's training pack: train ar --pack-out) or --prepared")
 
 
-def run_config(args, man: dict, resumed: dict | None) -> dict:
-    """The heads' shape and objective: a resumed run's own, else the options (guidance and temperature
-    default to the model's sampling defaults)."""
+def run_config(args, man: dict, resumed: dict | None, dim: int) -> dict:
+    """The heads' shape and objective: a resumed run's own (checked like a heads file's: bounded by the
+    target's width ``dim`` before anything is built, :func:`checked_config`), else the options (guidance
+    and temperature default to the model's sampling defaults)."""
     if resumed is not None and (resumed.get("extra") or {}).get("config"):
-        return dict(resumed["extra"]["config"])
+        return checked_config(resumed["extra"]["config"], dim, f"{Path(args.run) / CHECKPOINT_NAME}: its heads")
     defaults = man.get("defaults") or {}
-    if args.heads < 1 or args.hidden < 1:
-        raise TrainingError(f"train heads: --heads and --hidden must be ≥ 1, got {args.heads} and {args.hidden}")
     cfg = float(args.cfg if args.cfg is not None else defaults.get("cfg_scale", 1.0))
     temperature = float(args.temperature if args.temperature is not None else defaults.get("temperature", 1.0))
-    if not temperature > 0:
-        raise TrainingError(f"train heads --temperature: must be > 0, got {temperature}")
-    return {"heads": int(args.heads), "hidden": int(args.hidden), "loss": args.loss, "cfg": cfg,
-            "temperature": temperature}
+    return checked_config({"heads": args.heads, "hidden": args.hidden, "loss": args.loss, "cfg": cfg,
+                           "temperature": temperature}, dim, "train heads")
+
+
+def checked_config(config, dim: int, who: str) -> dict:
+    """A heads run's configuration, every field checked: K and the hidden width within the bounds a heads
+    file must keep (engine/draft_heads.py ``check_config``), the loss one of ours, guidance and temperature
+    finite (temperature > 0); else one TrainingError from ``who`` naming the field."""
+    if not isinstance(config, dict):
+        raise TrainingError(f"{who} configuration must be a dict, got {type(config).__name__}")
+    try:
+        sizes = check_config({**config, "dim": dim}, dim)
+    except HeadsConfigError as e:
+        raise TrainingError(f"{who}: {str(e).replace('draft heads ', '')}") from None
+    if config.get("loss") not in ("kl", "ce"):
+        raise TrainingError(f'{who}: "loss" must be "kl" or "ce", got {config.get("loss")!r}')
+    for key, low in (("cfg", 0.0), ("temperature", 0.0)):
+        v = config.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < low or (
+                key == "temperature" and v == 0):
+            raise TrainingError(f'{who}: "{key}" must be a finite number {"> 0" if key == "temperature" else "≥ 0"}'
+                                f", got {v!r}")
+    return {"heads": sizes["heads"], "hidden": sizes["hidden"], "loss": config["loss"], "cfg": float(config["cfg"]),
+            "temperature": float(config["temperature"])}
 
 
 def train(args) -> dict:
@@ -228,8 +248,9 @@ def _run(args):
 
     def build(resumed: dict | None) -> HeadsTrainer:
         gpt, man = target_of(Path(args.model))
+        config = run_config(args, man, resumed, gpt.config.dim)  # before the data: sizes are checked first
         prep = training_data(args)
-        return HeadsTrainer(args, gpt, prep, log, run_config(args, man, resumed))
+        return HeadsTrainer(args, gpt, prep, log, config)
 
     def describe(t: HeadsTrainer) -> str:
         n = sum(p.numel() for p in t.model.parameters())

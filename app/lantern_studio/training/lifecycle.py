@@ -1,11 +1,12 @@
 """The one life of a training command around the loop, the same for every trainer (``train vq``,
 ``train recogniser``, ``train ar``, ``train drafter`` and self-distillation).
 
-1. **resume point**: the run folder's checkpoint (:func:`.loop.read_checkpoint`), or none;
-   ``--export`` without one is bad input;
+1. **resume point**: the run folder's checkpoint (:func:`.loop.read_checkpoint`, every field checked:
+   it is untrusted input), or none; ``--export`` without one is bad input;
 2. **build**: the command's ``build(resumed)`` loads its data and returns a set-up :class:`Trainer`,
    built from the checkpoint's settings when ``resumed`` is one;
-3. **restore** the checkpoint's state into it and log ``resumed from step N``;
+3. **restore** the checkpoint's state into it, checked against the trainer first (keys, shapes, optimiser
+   groups, RNG sizes: :func:`.loop.restore`), and log ``resumed from step N``;
 4. **train** on the loop (:class:`.loop.TrainingLoop`) to the end of the schedule, the budget or a
    signal; a re-run with nothing left to train keeps an existing export;
 5. **export** the weights (so far: a budgeted run always leaves usable ones); a signal that stopped a
@@ -108,14 +109,23 @@ def resume_point(plan: Plan) -> dict | None:
     return resumed
 
 
-def build_trainer(build: Callable[[dict | None], Trainer], resumed: dict | None) -> Trainer:
-    """``build(resumed)``, with a missing file or a bad value met while loading named as bad input."""
+def build_trainer(build: Callable[[dict | None], Trainer], resumed: dict | None,
+                  checkpoint: Path | None = None) -> Trainer:
+    """``build(resumed)``, with a missing file or a bad value met while loading named as bad input. A
+    trainer built from a checkpoint reads its saved settings (``extra``): one it cannot read is named
+    as that checkpoint's fault, not a traceback."""
     try:
         return build(resumed)
     except TrainingError:
         raise
     except (FileNotFoundError, ValueError) as e:
         raise TrainingError(str(e)) from None
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        if resumed is None:
+            raise
+        raise TrainingError(f"{checkpoint or 'checkpoint'}: its saved settings do not fit this trainer "
+                            f"({type(e).__name__}: {str(e)[:200]}); move it away to start over (or use another "
+                            "--run folder)") from None
 
 
 def train_and_export(plan: Plan, trainer: Trainer, loop: TrainingLoop, describe: Callable[[Trainer], str]) -> Outcome:
@@ -142,9 +152,9 @@ def run_trainer(plan: Plan, build: Callable[[dict | None], Trainer], describe: C
         torch.set_num_threads(plan.threads)
     try:
         resumed = resume_point(plan)
-        trainer = build_trainer(build, resumed)
+        trainer = build_trainer(build, resumed, plan.checkpoint)
         if resumed is not None:
-            restore(trainer, resumed, batches=plan.main)
+            restore(trainer, resumed, batches=plan.main, path=plan.checkpoint)
             plan.log(f"resumed from step {trainer.step}")
         if trainer.data.note:
             plan.log(f"note: {trainer.data.note}")

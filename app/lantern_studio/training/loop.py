@@ -12,7 +12,9 @@ the life around the steps, the same for all of them:
   ``kill -9`` leaves the previous checkpoint whole) every ``checkpoint_seconds`` and whenever
   the loop ends;
 * **resume**: re-running the same command reads the checkpoint (:func:`read_checkpoint`) and
-  continues from its step (:func:`restore`);
+  continues from its step (:func:`restore`). The file is untrusted input: every field is checked
+  (:func:`checkpoint_problem`), then its fit to the trainer (:func:`restore_problem`), before any of
+  it is loaded; a save that fails (a full disk) keeps the previous checkpoint and says so;
 * **stop**: SIGTERM / SIGINT finish the current step, checkpoint, and end the loop with
   ``stopped_by`` naming the signal (the commands exit 143 / 130);
 * **evaluate**: every ``eval_every`` steps and once more at the end (unless a signal stopped it),
@@ -29,6 +31,8 @@ checkpoint (its samples are not kept) and with the caller's cancel and progress 
 
 from __future__ import annotations
 
+import math
+import shutil
 import signal
 import threading
 import time
@@ -38,6 +42,7 @@ from typing import Any, Callable, Protocol
 
 import torch
 
+from ..engine.checkpoints import describe_mismatch
 from .common import atomic_torch_save
 from .errors import TrainingError
 
@@ -82,9 +87,14 @@ class LoopSettings:
 
 def read_checkpoint(path: Path, kind: str) -> dict | None:
     """The run's checkpoint, or None when there is none yet. TrainingError names the file when it
-    is unreadable, not a training checkpoint, or another trainer's."""
+    is not a file, unreadable, not a training checkpoint, another trainer's, or any of its fields is
+    not what :func:`write_checkpoint` writes (checked here, before anything is built from it; what
+    must fit the trainer — shapes, optimiser groups, RNG sizes — :func:`restore` checks)."""
     path = Path(path)
     if not path.is_file():
+        if path.exists() or path.is_symlink():
+            what = "a directory" if path.is_dir() else "not a regular file"
+            raise TrainingError(f"{path}: is {what}, not a checkpoint; move it away to start over")
         legacy = path.with_name("ckpt.pt")
         if legacy.is_file():
             raise TrainingError(f"{legacy}: a checkpoint in the format before {VERSION}; continue from its exported "
@@ -93,36 +103,176 @@ def read_checkpoint(path: Path, kind: str) -> dict | None:
     try:
         ck = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise TrainingError(f"{path}: unreadable checkpoint ({type(e).__name__}: {e}); move it away to start "
+        # Only the first line of torch's message: the rest advises weights_only=False, never to be done here.
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        if "weights_only" in first or "Weights only load failed" in first:
+            first = "it holds Python objects other than tensors (refused: only plain tensors are loaded)"
+        raise TrainingError(f"{path}: unreadable checkpoint ({type(e).__name__}: {first}); move it away to start "
                          "over") from None
     if not isinstance(ck, dict) or ck.get("format") != FORMAT:
         raise TrainingError(f"{path}: not a lantern-studio training checkpoint")
     if ck.get("kind") != kind:
         raise TrainingError(f"{path}: a checkpoint of `train {ck.get('kind')}`, not `train {kind}`; "
                          "use another --run folder")
+    problem = checkpoint_problem(ck)
+    if problem:
+        raise TrainingError(f"{path}: a damaged checkpoint: {problem}; move it away to start over")
     return ck
 
 
-def restore(trainer: Steppable, ck: dict, *, batches: bool = True) -> None:
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_byte_state(v) -> bool:
+    return isinstance(v, torch.Tensor) and v.dtype == torch.uint8 and v.dim() == 1
+
+
+def checkpoint_problem(ck: dict) -> str | None:
+    """What in a checkpoint's fields is not what :func:`write_checkpoint` writes (None when all is)."""
+    model = ck.get("model")
+    if not isinstance(model, dict) or not model:
+        return f'"model" must hold the model\'s state dict, got {_kind(model)}'
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in model.items()):
+        return '"model" must map parameter names to tensors'
+    opt = ck.get("optimizer")
+    if not isinstance(opt, dict) or not isinstance(opt.get("state"), dict) or not isinstance(
+            opt.get("param_groups"), list):
+        return f'"optimizer" must hold an optimiser state ("state" and "param_groups"), got {_kind(opt)}'
+    for i, group in enumerate(opt["param_groups"]):
+        if not isinstance(group, dict) or not isinstance(group.get("params"), list) or not all(
+                _is_count(p) for p in group["params"]):
+            return f'"optimizer" parameter group {i} must list its parameters by number'
+    for key, state in opt["state"].items():
+        if not _is_count(key) or not isinstance(state, dict):
+            return f'"optimizer" state {key!r} must be a parameter number with a dict of its state'
+    for key in ("rng", "torch_rng"):
+        if not _is_byte_state(ck.get(key)):
+            return f'"{key}" must be a random-generator state (a 1-D uint8 tensor), got {_kind(ck.get(key))}'
+    if not _is_count(ck.get("step")):
+        return f'"step" must be a whole number ≥ 0, got {_kind(ck.get("step"))}'
+    if not _is_number(ck.get("wall_seconds")) or ck["wall_seconds"] < 0:
+        return f'"wall_seconds" must be a finite number ≥ 0, got {_kind(ck.get("wall_seconds"))}'
+    history = ck.get("history", [])
+    if not isinstance(history, list) or not all(isinstance(r, dict) and _is_count(r.get("step")) for r in history):
+        return '"history" must be a list of evaluation rows, each with its step'
+    if not isinstance(ck.get("extra", {}), dict):
+        return f'"extra" must be a dict of the trainer\'s own state, got {_kind(ck.get("extra"))}'
+    return None
+
+
+def _kind(v) -> str:
+    """A value as an error line shows it: short reprs as they are, anything else by its type."""
+    if v is None or isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v) <= 40:
+        return repr(v)
+    if isinstance(v, torch.Tensor):
+        return f"a {str(v.dtype).replace('torch.', '')} tensor of shape {tuple(v.shape)}"
+    return f"a {type(v).__name__}"
+
+
+def restore_problem(trainer: Steppable, ck: dict, *, batches: bool = True) -> str | None:
+    """What keeps a (field-checked) checkpoint from fitting a trainer built with the run's settings: the
+    model's keys and shapes, the optimiser's groups and each state tensor's shape, the RNG states' sizes."""
+    problem = describe_mismatch(trainer.model, ck["model"])
+    if problem:
+        return f'its "model" does not fit this run\'s model: {problem}'
+    live = [list(g["params"]) for g in trainer.opt.param_groups]
+    saved = ck["optimizer"]["param_groups"]
+    if [len(g) for g in live] != [len(g["params"]) for g in saved]:
+        return (f'its "optimizer" has parameter groups of {[len(g["params"]) for g in saved]} parameters, this '
+                f"run's {[len(g) for g in live]}")
+    param_of = {n: p for g_saved, g_live in zip(saved, live) for n, p in zip(g_saved["params"], g_live)}
+    if len(param_of) != sum(len(g) for g in live):
+        return 'its "optimizer" numbers one parameter twice'
+    for n, state in ck["optimizer"]["state"].items():
+        if n not in param_of:
+            return f'its "optimizer" holds state for parameter {n}, which no group lists'
+        for name, v in state.items():
+            if isinstance(v, torch.Tensor) and v.dim() > 0 and tuple(v.shape) != tuple(param_of[n].shape):
+                return (f'its "optimizer" state {name!r} of parameter {n} is {tuple(v.shape)}, the parameter '
+                        f"{tuple(param_of[n].shape)}")
+            if isinstance(v, torch.Tensor) and v.dim() > 0 and not v.is_floating_point():
+                return f'its "optimizer" state {name!r} of parameter {n} is not a floating-point tensor'
+    for i, (g_saved, g_live) in enumerate(zip(saved, trainer.opt.param_groups)):
+        for key, want in g_live.items():
+            if key == "params" or key not in g_saved:
+                continue
+            have = g_saved[key]
+            if _is_number(want) and not _is_number(have) or isinstance(want, bool) and not isinstance(have, bool) or (
+                    isinstance(want, tuple) and not (isinstance(have, (tuple, list)) and len(have) == len(want)
+                                                     and all(_is_number(x) for x in have))):
+                return f'its "optimizer" group {i} has {key} {_kind(have)}, not a value like {want!r}'
+    pairs = [("torch_rng", torch.get_rng_state())] + ([("rng", trainer.gen.get_state())] if batches else [])
+    for key, want in pairs:
+        if ck[key].numel() != want.numel():
+            return f'its "{key}" is {ck[key].numel()} bytes, a generator state is {want.numel()}'
+    return None
+
+
+def restore(trainer: Steppable, ck: dict, *, batches: bool = True, path: Path | None = None) -> None:
     """Put a checkpoint's state back into a trainer built with the same settings (its model already
     on its device, so the optimiser's state follows it). ``batches=False`` keeps the trainer's own
-    batch generator (the other ranks of a distributed run draw their own batches)."""
-    trainer.model.load_state_dict(ck["model"])
-    trainer.opt.load_state_dict(ck["optimizer"])
-    if batches:
-        trainer.gen.set_state(ck["rng"])
-    torch.set_rng_state(ck["torch_rng"])
-    trainer.step = int(ck["step"])
-    trainer.load_extra_state(ck.get("extra", {}))
+    batch generator (the other ranks of a distributed run draw their own batches).
+
+    A checkpoint is untrusted input: every part is checked against the trainer first
+    (:func:`restore_problem`), and anything left that torch or the trainer refuses is a
+    TrainingError naming ``path`` too, never a traceback."""
+    where = f"{path}: " if path is not None else "checkpoint: "
+    problem = checkpoint_problem(ck) or restore_problem(trainer, ck, batches=batches)
+    if problem:
+        raise TrainingError(f"{where}{problem}; move it away to start over (or use another --run folder)")
+    try:
+        trainer.model.load_state_dict(ck["model"])
+        trainer.opt.load_state_dict(ck["optimizer"])
+        if batches:
+            trainer.gen.set_state(ck["rng"])
+        torch.set_rng_state(ck["torch_rng"])
+        trainer.step = int(ck["step"])
+        trainer.load_extra_state(ck.get("extra", {}))
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as e:
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise TrainingError(f"{where}does not fit this run ({type(e).__name__}: {first}); move it away to start "
+                            "over (or use another --run folder)") from None
+
+
+class CheckpointWriteError(TrainingError):
+    """A checkpoint that could not be written (a full disk, a read-only folder); the previous one stays."""
 
 
 def write_checkpoint(path: Path, trainer: Steppable, *, wall: float, history: list) -> None:
-    atomic_torch_save({
-        "format": FORMAT, "version": VERSION, "kind": trainer.kind, "step": int(trainer.step),
-        "model": trainer.model.state_dict(), "optimizer": trainer.opt.state_dict(),
-        "rng": trainer.gen.get_state(), "torch_rng": torch.get_rng_state(),
-        "wall_seconds": float(wall), "history": list(history), "extra": trainer.extra_state(),
-    }, Path(path))
+    """Write the checkpoint atomically (a temporary file renamed over the old one). A failed write (a
+    full disk: ``OSError``, or torch's zip writer's ``RuntimeError``) leaves the previous checkpoint as it
+    was and the temporary file removed, and is a :class:`CheckpointWriteError` saying so."""
+    path = Path(path)
+    try:
+        atomic_torch_save({
+            "format": FORMAT, "version": VERSION, "kind": trainer.kind, "step": int(trainer.step),
+            "model": trainer.model.state_dict(), "optimizer": trainer.opt.state_dict(),
+            "rng": trainer.gen.get_state(), "torch_rng": torch.get_rng_state(),
+            "wall_seconds": float(wall), "history": list(history), "extra": trainer.extra_state(),
+        }, path)
+    except OSError as e:
+        raise CheckpointWriteError(_write_failed(path, trainer.step, e.strerror or str(e))) from None
+    except RuntimeError as e:
+        # torch's zip writer on a full disk: "[enforce fail at inline_container.cc:672] . unexpected pos …"
+        # (after "basic_ios::clear: iostream error"), or "… PytorchStreamWriter failed writing file …"
+        if not any(s in str(e) for s in ("inline_container", "PytorchStreamWriter", "write failed", "iostream error")):
+            raise
+        raise CheckpointWriteError(_write_failed(path, trainer.step, "file write failed")) from None
+
+
+def _write_failed(path: Path, step: int, why: str) -> str:
+    try:
+        free = f"; {shutil.disk_usage(path.parent).free / 2**20:.0f} MiB free there"
+    except OSError:
+        free = ""
+    kept = "the previous checkpoint is kept" if path.is_file() else "no earlier checkpoint exists"
+    return (f"{path}: could not write the checkpoint of step {step} ({why}{free}); {kept} — free some space and "
+            "re-run the same command to resume from it")
 
 
 class StopSignals:
