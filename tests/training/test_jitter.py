@@ -116,3 +116,66 @@ def test_a_class_run_prepares_its_jittered_copies_after_the_clean_tokens(tmp_pat
     other = ar.prepare_classes(data, vq, tmp_path / "b", "all", shifts=ar.SHIFT_SETS["none"], log=lambda *_: None,
                                jitter=jitter.Jitter("pixel", 1, seed=3))
     assert other.codes.shape[0] == 2
+
+
+# --------------------------------------------------------------------------- the learned style "any"
+
+
+def _train(tmp_path, run, *extra):
+    import argparse
+
+    from lantern_studio.engine.checkpoints import load_gpt
+
+    data = tmp_path / "data"
+    if not data.exists():
+        class_dataset(data, names=("dog face", "red heart"), styles=("google", "twitter"))
+        tiny_vq_file(tmp_path / "vq.safetensors", codebook_size=16)
+    p = argparse.ArgumentParser()
+    ar.add_arguments(p)
+    metrics = ar.train(p.parse_args(["--vq", str(tmp_path / "vq.safetensors"), "--data", str(data), "--run", str(run),
+                                     "--condition", "class", "--repertoire", "all", "--batch", "8", "--dim", "32",
+                                     "--layers", "1", "--heads", "2", "--threads", "1", "--eval-every", "1000",
+                                     "--eval-images", "2", "--warmup", "1", "--shifts", "none", "--lr", "1e-2",
+                                     *extra]))
+    return load_gpt(run / "gpt.safetensors"), metrics
+
+
+def test_style_dropout_teaches_an_any_style_row_and_named_styles_keep_theirs(tmp_path):
+    """The 'any' row (appended after the data's styles) moves only when rows are dropped to it; a run without
+    style dropout has no such row; a model grown from it gets the row as its styles' mean."""
+    plain, m0 = _train(tmp_path, tmp_path / "plain", "--steps", "4")
+    assert m0["classes"]["styles"] == ["google", "twitter"] and plain.config.num_styles == 2
+    taught, m1 = _train(tmp_path, tmp_path / "any", "--steps", "6", "--style-dropout", "0.5",
+                        "--init-from", str(tmp_path / "plain" / "gpt.safetensors"))
+    assert m1["classes"]["styles"] == ["google", "twitter", "any"] and taught.config.num_styles == 3
+    start = plain.cls_embedding.style_table.weight.float().mean(0)  # the appended row starts as the mean
+    assert not torch.allclose(taught.cls_embedding.style_table.weight[2].float(), start, atol=1e-3)
+    # a dropped row's loss reaches the 'any' row; with nothing dropped (the mutant) it does not
+    taught = taught.float().train()
+    tok = torch.randint(0, 16, (8, taught.config.block_size))
+    for share, reaches in ((0.5, True), (0.0, False)):
+        taught.zero_grad()
+        cond = ar.drop_styles(torch.tensor([[0, 1, 0]] * 8), 2, share, torch.Generator().manual_seed(1))
+        ar.nll(taught, tok, cond, None).backward()
+        assert bool(taught.cls_embedding.style_table.weight.grad[2].abs().sum() > 0) is reaches
+    g = torch.Generator().manual_seed(0)
+    cond = torch.tensor([[0, 1, 0]] * 400)
+    dropped = ar.drop_styles(cond, 2, 0.25, g)
+    share = float((dropped[:, 1] == 2).float().mean())
+    assert abs(share - 0.25) < 0.06 and torch.equal(dropped[dropped[:, 1] != 2], cond[dropped[:, 1] != 2])
+
+
+def test_snapping_uses_the_learned_any_style_only_where_the_model_has_it():
+    from lantern_studio.engine.snap import ANY_STYLE, IdentityConditioner
+
+    def snap(styles):
+        s = IdentityConditioner.__new__(IdentityConditioner)
+        s.styles, s.offered_styles, s.default_style = styles, [x for x in styles if x != ANY_STYLE], "google"
+        s.identities = [{"styles": ["google", "twitter"]}]
+        return s
+
+    with_any, without = snap(["google", "twitter", "any"]), snap(["google", "twitter"])
+    assert with_any.style_for(0, ANY_STYLE, seed=5) == "any"
+    assert {without.style_for(0, ANY_STYLE, seed=s) for s in range(20)} == {"google", "twitter"}
+    assert with_any.style_for(0, "twitter", seed=5) == "twitter"  # a named style still pins
+    assert with_any.style_for(0, "", seed=5) == "google"

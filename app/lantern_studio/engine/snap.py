@@ -169,12 +169,14 @@ class IdentityConditioner:
     def style_for(self, identity: int, style: str, seed: int) -> str:
         """The style drawn: ``style`` by name (an offered one), the default ("" — or, when the identity
         has no art in it, its first offered style, else its first style), or "any" (one of the
-        identity's offered styles, chosen by the seed)."""
+        identity's offered styles, chosen by the seed; the model's own learned "any" where it has one)."""
         if not isinstance(style, str):
             raise SettingsError("style", f"must be a style name, got {type(style).__name__}")
         offered = self.offered_styles
         have = [s for s in self.identities[identity].get("styles") or self.styles if s in self.styles]
         if style == ANY_STYLE:
+            if ANY_STYLE in self.styles:  # a model taught the style "any" (train ar --style-dropout) draws it
+                return ANY_STYLE
             return random.Random(seed).choice([s for s in have if s in offered] or offered)
         if style == DEFAULT_STYLE:
             if self.default_style in have or not have:

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from ..engine.checkpoints import load_gpt, load_state_strict, save_gpt
 from ..engine.files import sha256_file
 from ..engine.model import ModelArgs, Transformer
+from ..engine.snap import ANY_STYLE
 from ..engine.text import MiniLMEncoder, left_pad, make_text_encoder
 from ..engine.tokenizer import load_vq
 from ..models.classes import (ClassVocabulary, VocabularyError, class_rows, read_vocabulary, styles_tones_of,
@@ -146,16 +147,19 @@ def grown_vocabulary(meta: list, repertoire: str, grow_from: Path):
 
 def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,
                     grow_from: Path | None = None, styles: list[str] | None = None,
-                    jitter: Jitter | None = None) -> ClassPrep:
+                    jitter: Jitter | None = None, any_style: bool = False) -> ClassPrep:
     """Tokenize once and give every image row its class [identity, style, tone] under the
     repertoire rule (models/classes.py); cached as run/prepared.pt. Every row of a kept identity
     trains (a class model draws only the classes it was taught, so no identity is held out);
     the NLL is evaluated on a fixed sample of unshifted training rows. ``styles``: train only the
     rows of these art styles (the model keeps a vector for every style of its vocabulary).
     ``jitter``: that many jittered copies of every image (training/jitter.py) follow the shifted ones;
-    a batch draws any copy of a row, the first (unshifted, clean) one for the NLL."""
+    a batch draws any copy of a row, the first (unshifted, clean) one for the NLL. ``any_style``: the
+    vocabulary gets the style ``any`` (appended, so no other style moves) for ``--style-dropout`` to teach."""
     images, meta, manifest = load_dataset(data)
     vocab = grown_vocabulary(meta, repertoire, grow_from) if grow_from else vocabulary_from_meta(meta, repertoire)
+    if any_style and ANY_STYLE not in vocab.styles:
+        vocab = replace(vocab, styles=[*vocab.styles, ANY_STYLE])
     if styles:
         unknown = [s for s in styles if s not in vocab.styles]
         if unknown:
@@ -301,6 +305,28 @@ def substitute_neighbours(tok: torch.Tensor, neighbours: torch.Tensor, share: fl
     return torch.where(where.to(tok.device), swapped, tok)
 
 
+def drop_styles(cond: torch.Tensor, any_index: int, share: float, gen: torch.Generator) -> torch.Tensor:
+    """Class conditions (B, 3) with about ``share`` of the rows' style set to ``any_index``: the rows that
+    teach the "any style" vector (the identity's pictures of every style answer to it)."""
+    drop = (torch.rand(cond.shape[0], generator=gen) < share).to(cond.device)
+    out = cond.clone()
+    out[drop, 1] = any_index
+    return out
+
+
+def pad_style_rows(state: dict, model: Transformer, log) -> dict:
+    """Weights of a class model with fewer style rows than ``model`` (e.g. before the style ``any``):
+    the missing rows appended as the mean of its styles, every other tensor as it is."""
+    key = "cls_embedding.style_table.weight"
+    own = model.state_dict().get(key)
+    src = state.get(key)
+    if own is None or src is None or src.shape[0] >= own.shape[0] or src.shape[1:] != own.shape[1:]:
+        return state
+    extra = own.shape[0] - src.shape[0]
+    log(f"style table: {src.shape[0]} rows given, {extra} appended (their mean) for the new styles")
+    return {**state, key: torch.cat([src, src.mean(0, keepdim=True).expand(extra, -1)])}
+
+
 @torch.no_grad()
 def evaluate(model: Transformer, prep: Prep, idx: torch.Tensor, batch: int = 64) -> float:
     was = model.training
@@ -363,6 +389,9 @@ class ArTrainer:
         shown: dict[str, float] = {}
         inputs = (substitute_neighbours(rows[0], self.neighbours, a.substitute, self.gen)
                   if a.substitute > 0 else None)
+        if a.style_dropout > 0:
+            rows = (rows[0], drop_styles(rows[1], self.data.styles.index(ANY_STYLE), a.style_dropout, self.gen),
+                    rows[2])
         with self.autocast:
             if self.contrast is None:
                 loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs)
@@ -462,6 +491,10 @@ def check_args(args) -> None:
         raise TrainingError("train ar: --neighbour-weight and --substitute need --vq (the codebook's neighbours)")
     if not 0 <= args.substitute < 1:
         raise TrainingError(f"train ar --substitute: must be in [0, 1), got {args.substitute}")
+    if not 0 <= args.style_dropout < 1:
+        raise TrainingError(f"train ar --style-dropout: must be in [0, 1), got {args.style_dropout}")
+    if args.style_dropout > 0 and args.condition != "class":
+        raise TrainingError("train ar --style-dropout: only class runs (--condition class) have styles")
     if args.jitter and args.condition != "class":
         raise TrainingError("train ar --jitter: only class runs (--condition class) take jittered copies")
     if (tokenizes or args.neighbour_weight > 0 or args.substitute > 0) and not Path(args.vq).is_file():
@@ -489,7 +522,8 @@ def tokenized_data(args, run: Path, group, log, styles: list[str] | None) -> Pre
             prep = prepare_classes(Path(args.data), Path(args.vq), run, args.repertoire, log=log,
                                    grow_from=Path(args.grow_from) if args.grow_from else None,
                                    shifts=SHIFT_SETS[args.shifts], styles=styles,
-                                   jitter=Jitter(args.jitter, args.jitter_copies, args.seed) if args.jitter else None)
+                                   jitter=Jitter(args.jitter, args.jitter_copies, args.seed) if args.jitter else None,
+                                   any_style=args.style_dropout > 0)
         else:
             prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
     except TrainingError:
@@ -562,7 +596,7 @@ def initialise(model: Transformer, args, prep: Prep, log) -> int:
     if args.init_from:
         # A new machine has no optimizer checkpoint (it stays outside git); continue
         # from the committed fp16 weights with a fresh optimizer at --start-step.
-        load_state_strict(model, load_gpt(args.init_from).state_dict(), args.init_from)
+        load_state_strict(model, pad_style_rows(load_gpt(args.init_from).state_dict(), model, log), args.init_from)
         log(f"initialised from {args.init_from}; schedule continues at step {args.start_step}")
         return args.start_step
     if args.grow_from:
@@ -584,7 +618,7 @@ def grow(model: Transformer, grow_from: Path, prep: Prep, seed: int, log) -> Non
         check_grows(old_vocab, vocabulary_from_json(prep.vocabulary, prep.styles, prep.tones), where)
     added = model.config.num_classes - old.config.num_classes
     old.grow_identities(added, generator=torch.Generator().manual_seed(seed))
-    load_state_strict(model, old.state_dict(), grow_from)
+    load_state_strict(model, pad_style_rows(old.state_dict(), model, log), grow_from)
     log(f"grown from {grow_from}: {old.config.num_classes - added} classes kept, {added} added")
 
 
@@ -672,6 +706,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "jittered copies of every image (global: brightness/contrast/saturation/sharpen per picture; "
                    "pixel: light noise per pixel; training/jitter.py)")
     p.add_argument("--jitter-copies", type=int, default=4, help="with --jitter: copies per image (default 4)")
+    p.add_argument("--style-dropout", type=float, default=0.0, help="with --condition class: share of rows whose "
+                   "style is replaced by the learned style 'any' (added to the vocabulary), so a prompt without a "
+                   "style draws any of the identity's designs")
     p.add_argument("--substitute", type=float, default=0.0, help="share of context tokens replaced by one of their "
                    "--neighbour-k nearest codes (the targets stay): contexts a relaxed acceptance creates")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
