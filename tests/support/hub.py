@@ -9,7 +9,8 @@ Their fixtures (hub_env, hub_server, tiny_catalogue) are in tests/conftest.py.
   (GET sends fewer bytes than HEAD announced), ``corrupt`` (same length, other bytes),
   ``drop_always`` (every GET closes the connection before the body), ``stall`` (GET sends half
   the body, then nothing until the server stops), ``stall_headers`` (GET never answers),
-  ``drip`` (GET sends 64 bytes every 50 ms), ``redirect_loop`` (HEAD and GET redirect to themselves).
+  ``drip`` (GET sends 64 bytes every 50 ms), ``redirect_loop`` (HEAD and GET redirect to themselves),
+  ``redirect_loop_get`` (only GET does).
   Hostile headers: ``headers[(repo, filename)]`` replaces headers of every answer for that file;
   ``later_head_headers[(repo, filename)]`` only those of its second and later HEAD.
 * tiny checkpoints in the official LlamaGen layouts (``torch.save({"model": sd})``) and a
@@ -99,7 +100,7 @@ class HubServer:
                         server._heads[key] = server._heads.get(key, 0) + 1
                         if server._heads[key] > 1:
                             common.update(server.later_head_headers.get(key, {}))
-                if fault == "redirect_loop":
+                if fault == "redirect_loop" or (fault == "redirect_loop_get" and not head):
                     self.send_response(302)
                     self.send_header("Location", path if head else server.url + path)
                     self.send_header("Content-Length", "0")
@@ -172,6 +173,7 @@ class HubServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda request, client_address: None  # a client that hung up: not news
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property

@@ -161,7 +161,8 @@ def cmd_download(args) -> int:
     if not args.yes and not _ask(f"Download {format_size(plan.total_bytes)}?"):
         print("nothing downloaded")
         return EXIT_FAIL
-    bar = tqdm(total=plan.total_bytes, unit="B", unit_scale=True, unit_divisor=1000, desc=e.name, file=sys.stderr)
+    bar = tqdm(total=plan.total_bytes, unit="B", unit_scale=True, unit_divisor=1000, desc=e.name, file=sys.stderr,
+               disable=None)  # a bar on a terminal only: a log or a pipe gets the result line, not bar frames
 
     def progress(p):
         bar.set_postfix_str(p.filename, refresh=False)

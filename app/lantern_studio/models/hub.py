@@ -475,14 +475,17 @@ class _State:
         self.file_bytes = 0
         self.current: Optional[RemoteFile] = None
         self.last = 0.0
+        self.last_bytes = 0
 
     def report(self, finished: bool = False) -> None:
+        """Hand the progress on: a file's first bytes, its end, and otherwise every PROGRESS_EVERY_S or MiB."""
         if self.progress is None or self.current is None:
             return
         now = time.monotonic()
-        if not finished and now - self.last < PROGRESS_EVERY_S:
+        first = self.file_bytes > 0 and self.last_bytes == 0
+        if not (finished or first or now - self.last >= PROGRESS_EVERY_S or self.file_bytes - self.last_bytes >= 1 << 20):
             return
-        self.last = now
+        self.last, self.last_bytes = now, self.file_bytes
         r = self.current
         self.progress(DownloadProgress(r.file.filename, self.index, len(self.plan.fetch), self.file_bytes,
                                        r.size or r.file.size, self.before + self.file_bytes, self.total, finished))
@@ -584,7 +587,7 @@ def download(plan: DownloadPlan, progress: Optional[ProgressFn] = None, cancel: 
     for i, r in enumerate(plan.fetch):
         if cancelled():
             raise DownloadCancelled("download cancelled")
-        state.index, state.current, state.file_bytes = i, r, 0
+        state.index, state.current, state.file_bytes, state.last_bytes = i, r, 0, 0
         try:
             paths[r.file] = _fetch_one(cache, r, state, cancelled)
         except OSError as e:

@@ -31,6 +31,7 @@ from .hub_errors import (ConnectionDropped, DownloadCancelled, HubError, HubRefu
 POLL_S = 0.1  # how often a waiting read looks at the cancel
 MAX_REDIRECTS = 10
 RETRIES = 5  # resumes in a row that bring no new byte, before giving up
+STALLS = 2  # resumes after the server went silent for the whole timeout, before giving up
 
 Cancelled = Callable[[], bool]
 
@@ -147,8 +148,9 @@ def _transport_error(label: str, url: str, e: Exception) -> HubError:
         return HubTimeout(f"{label}: the model hub ({endpoint_of(url)}) sent nothing for "
                           f"{download_timeout():.0f} s (timed out); run the download again")
     if isinstance(e, (httpx2.RemoteProtocolError, httpx2.ReadError)):
+        first = (str(e).strip().splitlines() or [""])[0][:100]
         return ConnectionDropped(f"{label}: the connection to the model hub ({endpoint_of(url)}) dropped "
-                                 f"({type(e).__name__}); run the download again to resume")
+                                 f"({type(e).__name__}: {first}); run the download again to resume")
     if isinstance(e, (httpx2.ConnectError, httpx2.NetworkError, httpx2.ProxyError)):
         return unreachable(url, e)
     first = (str(e).strip().splitlines() or [""])[0][:120]
@@ -222,12 +224,12 @@ def fetch(url: str, label: str, size: int, start: int, sink: Callable[[int, byte
     """Stream ``url``'s bytes from ``start`` to ``size`` into ``sink(offset, data)``, as they arrive.
 
     A dropped connection or a stall after some bytes is resumed with a ``Range`` request from the byte
-    reached (up to :data:`RETRIES` tries in a row without a new byte; a stall with no new byte at all is
-    not retried); a server that ignores ``Range`` starts again from 0 (``sink`` is called with offset 0).
+    reached (up to :data:`RETRIES` tries in a row without a new byte, and :data:`STALLS` silences; a
+    silence with no new byte at all is not retried); a server that ignores ``Range`` starts again from 0 (``sink`` is called with offset 0).
     More bytes than ``size`` are refused. Raises DownloadCancelled, ConnectionDropped, HubTimeout,
     HubRefused, HubUnavailable, IntegrityError."""
     at = _Cursor(start)
-    fruitless = 0
+    fruitless = stalls = 0
     with client(cancelled) as c:
         while at.offset < size:
             if cancelled():
@@ -242,8 +244,9 @@ def fetch(url: str, label: str, size: int, start: int, sink: Callable[[int, byte
             if at.offset >= size:
                 break
             fruitless = 0 if at.offset > before else fruitless + 1
-            stalled = isinstance(broke, httpx2.ReadTimeout) and at.offset == before
-            if fruitless >= RETRIES or stalled:
+            if isinstance(broke, httpx2.ReadTimeout):
+                stalls += 1
+            if fruitless >= RETRIES or stalls > STALLS or (isinstance(broke, httpx2.ReadTimeout) and at.offset == before):
                 if broke is not None:
                     err = _transport_error(label, url, broke)
                     raise type(err)(f"{err} ({at.offset:,} of {size:,} bytes kept)") from None
