@@ -326,6 +326,37 @@ def test_a_cancelled_stall_resumes_from_its_bytes(hub_server, hub_env):
     assert list(hub_env.rglob("*.incomplete")) == []
 
 
+def test_many_downloaders_of_one_file_take_turns(hub_server, hub_env):
+    """Threads (a dialog and a CLI, or two windows) fetching the same files into one cache: the blob's
+    lock makes them take turns; each gets the checked file, nothing is left half-written."""
+    files = [_file("vq_tiny.pt"), _file("c2i_tiny.pt"), _file("config.json", repo="test-org/tiny-t5")]
+    for _ in range(5):
+        errors, paths = [], []
+
+        def run():
+            try:
+                paths.append(hub.download_files(files))
+            except Exception as e:  # noqa: BLE001 - reported by the test thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=run) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == [] and len(paths) == 4 and all(p == paths[0] for p in paths)
+        assert hub.verify_cached(files) == []
+        assert list(hub_env.rglob("*.incomplete")) == []
+        assert sorted(p.name for p in hub_env.rglob("blobs/*")) == sorted(f.sha256 for f in files)
+        assert hub.remove_files(files) > 0
+
+
+def test_an_empty_file_downloads(hub_server, hub_env):
+    hub_server.add(C2I_REPO, "empty.txt", b"")
+    f = HubFile(C2I_REPO, "empty.txt", size=0, size_exact=True, sha256=hashlib.sha256(b"").hexdigest())
+    assert Path(hub.download_files([f])[f]).read_bytes() == b""
+
+
 # --------------------------------------------------------------------------- 6. killed downloads
 
 

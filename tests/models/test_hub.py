@@ -55,7 +55,7 @@ def test_dropped_connection_resumes_with_a_range_request(hub_server):
     assert events[-1].bytes_done == f.size  # resumed bytes were not counted twice
 
 
-def test_truncated_transfer_is_detected_and_nothing_kept(hub_server):
+def test_truncated_transfer_is_detected_and_not_installed(hub_server):
     hub_server.faults[(C2I_REPO, "vq_tiny.pt")] = "truncate"
     (f,) = _files("vq_tiny.pt")
     with pytest.raises(IntegrityError, match="incomplete"):

@@ -563,7 +563,7 @@ def _transfer(r: RemoteFile, partial: Path, expected: str, state: _State, cancel
         os.fsync(fh.fileno())
     finally:
         fh.close()
-        if partial.is_file() and partial.stat().st_size == 0:
+        if r.size and partial.is_file() and partial.stat().st_size == 0:
             hub_cache.remove_quietly(partial)  # nothing to resume from
     problem = digest.problem() if partial.stat().st_size == r.size else \
         f"size {partial.stat().st_size:,} bytes, expected {r.size:,}"
