@@ -206,6 +206,14 @@ def test_a_stall_is_a_timeout_and_its_bytes_are_kept(hub_server, hub_env, monkey
     assert 0 < next(hub_env.rglob("*.incomplete")).stat().st_size < f.size
 
 
+def test_a_proxy_setting_that_cannot_be_used(hub_server, hub_env, tiny_catalogue, monkeypatch, capsys):
+    c2i, _ = tiny_catalogue
+    monkeypatch.setenv("ALL_PROXY", "ftp://127.0.0.1:9")  # not a proxy scheme httpx speaks
+    monkeypatch.setenv("NO_PROXY", "")
+    assert main(["models", "download", c2i.name, "--yes"]) == 1
+    assert "proxy" in _one_error_line(capsys)
+
+
 def test_hf_home_that_is_a_file(hub_server, tiny_catalogue, tmp_path, monkeypatch, capsys):
     c2i, _ = tiny_catalogue
     home = tmp_path / "not-a-folder"

@@ -102,8 +102,13 @@ class _PollingBackend(httpcore2.NetworkBackend):
 def client(cancelled: Cancelled = lambda: False, timeout: Optional[float] = None) -> httpx2.Client:
     """An httpx client (proxies from the environment, as the hub library) whose reads watch ``cancelled``."""
     t = download_timeout() if timeout is None else timeout
-    c = httpx2.Client(timeout=httpx2.Timeout(t, connect=min(t, 10.0)), follow_redirects=False,
-                      max_redirects=MAX_REDIRECTS, trust_env=True)
+    try:
+        c = httpx2.Client(timeout=httpx2.Timeout(t, connect=min(t, 10.0)), follow_redirects=False,
+                          max_redirects=MAX_REDIRECTS, trust_env=True)
+    except (ImportError, ValueError, httpx2.InvalidURL) as e:  # a SOCKS proxy without socksio, a bad proxy URL
+        first = (str(e).strip().splitlines() or [""])[0][:160]
+        raise HubUnavailable(f"the proxy set in the environment (HTTPS_PROXY / HTTP_PROXY / ALL_PROXY) cannot be "
+                             f"used: {first}") from None
     backend = _PollingBackend(cancelled)
     for transport in [c._transport, *c._mounts.values()]:  # noqa: SLF001 - the one way in for a network backend
         pool = getattr(transport, "_pool", None)
