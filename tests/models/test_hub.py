@@ -43,12 +43,7 @@ def test_download_reports_progress_and_lands_in_the_hf_cache(hub_server, hub_env
     assert len(hub_server.gets()) == n_get
 
 
-def test_dropped_connection_resumes_with_a_range_request(hub_server, monkeypatch):
-    from huggingface_hub import constants
-
-    # The hub client resumes from its last complete chunk (10 MB by default): use small chunks so a
-    # tiny file spans several of them.
-    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 16 * 1024)
+def test_dropped_connection_resumes_with_a_range_request(hub_server):
     key = (C2I_REPO, "c2i_tiny.pt")
     hub_server.faults[key] = "drop_once"
     (f,) = _files("c2i_tiny.pt")
@@ -60,7 +55,7 @@ def test_dropped_connection_resumes_with_a_range_request(hub_server, monkeypatch
     assert events[-1].bytes_done == f.size  # resumed bytes were not counted twice
 
 
-def test_truncated_transfer_is_detected_and_nothing_kept(hub_server):
+def test_truncated_transfer_is_detected_and_not_installed(hub_server):
     hub_server.faults[(C2I_REPO, "vq_tiny.pt")] = "truncate"
     (f,) = _files("vq_tiny.pt")
     with pytest.raises(IntegrityError, match="incomplete"):
@@ -126,17 +121,25 @@ def test_free_space_is_checked_before_starting(hub_server, hub_env, monkeypatch)
     assert hub_server.gets() == []  # sizes came from HEAD requests only
 
 
-def test_cancel_with_an_event_or_a_callable(hub_server, hub_env):
+def test_cancel_with_an_event_or_a_callable_and_the_next_download_resumes(hub_server, hub_env):
     files = _files("c2i_tiny.pt", "vq_tiny.pt")
+    hub_server.faults[(C2I_REPO, "c2i_tiny.pt")] = "drip"  # a slow server, so a cancel falls mid-file
     stop = threading.Event()
     with pytest.raises(DownloadCancelled):
-        hub.download_files(files, progress=lambda p: stop.set(), cancel=stop)
+        hub.download_files(files, progress=lambda p: p.file_bytes > 300 and stop.set(), cancel=stop)
+    del hub_server.faults[(C2I_REPO, "c2i_tiny.pt")]
     assert hub.missing(files) == files
-    leftovers = [p for p in hub_env.rglob("*") if p.is_file() and ".incomplete" in p.name]
-    assert leftovers == []
+    partials = [p for p in hub_env.rglob("*") if p.is_file() and p.name.endswith(".incomplete")]
+    assert len(partials) == 1 and 0 < partials[0].stat().st_size < files[0].size  # kept: the next run resumes
+    kept = partials[0].stat().st_size
     with pytest.raises(DownloadCancelled):
         hub.download_files(files, cancel=lambda: True)
     assert hub.missing(files) == files
+    hub_server.log.clear()
+    paths = hub.download_files(files)
+    assert Path(paths[files[0]]).read_bytes() == tiny_files()[(C2I_REPO, "c2i_tiny.pt")]
+    assert [r for (_, _, r) in hub_server.gets("c2i_tiny.pt")] == [f"bytes={kept}-"]  # from its bytes
+    assert [p for p in hub_env.rglob("*") if p.name.endswith(".incomplete")] == []
 
 
 def test_verify_cached_rehashes_blobs(hub_server):
@@ -200,23 +203,32 @@ def test_cli_download_unreachable(hub_env, tiny_catalogue, monkeypatch, capsys):
     assert "could not reach the model hub" in capsys.readouterr().err
 
 
-def test_verify_says_what_it_could_not_check(hub_server, tiny_catalogue, capsys, monkeypatch):
-    """A blob whose cache name is not a hash is reported as unchecked, not as matching;
-    when nothing could be checked the command fails."""
+def test_verify_says_what_it_could_not_check_and_fails(hub_server, tiny_catalogue, capsys, monkeypatch):
+    """A file with no pinned hash whose blob name is not a hash is reported as unchecked, not as
+    matching; the command fails when any file could not be checked, not only when none could."""
     from lantern_studio.cli import main
+    from lantern_studio.models import catalogue
 
     c2i, _ = tiny_catalogue
-    assert main(["models", "download", "tiny-c2i", "--yes"]) == 0
-    capsys.readouterr()
-    monkeypatch.setattr(hub, "is_checkable", lambda tag: False)
-    assert main(["models", "verify", "tiny-c2i"]) != 0
-    err = capsys.readouterr().err
-    assert "cannot be checked" in err and "none of its" in err and "match the hub" not in err
-    calls = []  # only the first file unchecked: the rest are checked and match
-    monkeypatch.setattr(hub, "is_checkable", lambda tag: calls.append(tag) or len(calls) > 1)
-    assert main(["models", "verify", "tiny-c2i"]) == 0
-    cap = capsys.readouterr()
-    assert "could not be checked" in cap.out and "cannot be checked" in cap.err
+    unpin = lambda f: HubFile(f.repo_id, f.filename, f.size, f.revision, f.role, f.size_exact)  # noqa: E731
+    loose = catalogue.Entry(**{**c2i.__dict__, "name": "tiny-c2i-unpinned", "gpt": unpin(c2i.gpt),
+                               "vq": unpin(c2i.vq)})
+    with catalogue.temporary_entry(loose):
+        assert main(["models", "download", loose.name, "--yes"]) == 0
+        assert main(["models", "verify", loose.name]) == 0  # blob names are the hub's sha256: checked
+        capsys.readouterr()
+        monkeypatch.setattr(hub, "is_checkable", lambda tag: False)
+        assert main(["models", "verify", loose.name]) != 0
+        err = capsys.readouterr().err
+        assert "cannot be checked" in err and "none of its" in err and "match the hub" not in err
+        calls = []  # only the first file unchecked: the rest are checked and match — still a failure
+        monkeypatch.setattr(hub, "is_checkable", lambda tag: calls.append(tag) or len(calls) > 1)
+        assert main(["models", "verify", loose.name]) != 0
+        cap = capsys.readouterr()
+        assert "1 of 2 files could not be checked" in cap.err and "cannot be checked" in cap.err
+    monkeypatch.setattr(hub, "is_checkable", lambda tag: False)  # pinned files are checked against the pin
+    assert main(["models", "verify", c2i.name]) == 0
+    assert "match the catalogue's pinned sha256" in capsys.readouterr().out
 
 
 def test_server_speaks_the_hub_protocol(hub_server):

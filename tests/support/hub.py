@@ -6,7 +6,13 @@ Their fixtures (hub_env, hub_server, tiny_catalogue) are in tests/conftest.py.
   with ``ETag`` (the content's sha256, as for LFS files), ``X-Repo-Commit``,
   ``Content-Length`` and ``Range`` support. Faults can be injected per file:
   ``drop_once`` (the first GET closes the connection half-way), ``truncate``
-  (GET sends fewer bytes than HEAD announced), ``corrupt`` (same length, other bytes).
+  (GET sends fewer bytes than HEAD announced), ``corrupt`` (same length, other bytes),
+  ``drop_always`` (every GET closes the connection before the body), ``stall`` (GET sends half
+  the body, then nothing until the server stops), ``stall_headers`` (GET never answers),
+  ``drip`` (GET sends 64 bytes every 50 ms), ``redirect_loop`` (HEAD and GET redirect to themselves),
+  ``redirect_loop_get`` (only GET does).
+  Hostile headers: ``headers[(repo, filename)]`` replaces headers of every answer for that file;
+  ``later_head_headers[(repo, filename)]`` only those of its second and later HEAD.
 * tiny checkpoints in the official LlamaGen layouts (``torch.save({"model": sd})``) and a
   tiny T5 encoder + word-level tokenizer saved with ``save_pretrained``;
 * catalogue entries for them (registered only inside tests).
@@ -43,6 +49,10 @@ class HubServer:
         self.faults = {}  # (repo, filename) -> fault name
         self.commits = {}  # repo -> 40-hex commit
         self.log = []  # (method, path, range header)
+        self.headers = {}  # (repo, filename) -> {header: value} sent instead
+        self.later_head_headers = {}  # (repo, filename) -> {header: value} from the second HEAD on
+        self.release = threading.Event()  # set at stop(): stalled answers end
+        self._heads = {}
         self._dropped = set()
         self._lock = threading.Lock()
         server = self
@@ -84,6 +94,22 @@ class HubServer:
                 size = len(data)
                 common = {"ETag": f'"{hashlib.sha256(data).hexdigest()}"', "X-Repo-Commit": server.commits[key[0]],
                           "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+                common.update(server.headers.get(key, {}))
+                if head:
+                    with server._lock:
+                        server._heads[key] = server._heads.get(key, 0) + 1
+                        if server._heads[key] > 1:
+                            common.update(server.later_head_headers.get(key, {}))
+                if fault == "redirect_loop" or (fault == "redirect_loop_get" and not head):
+                    self.send_response(302)
+                    self.send_header("Location", path if head else server.url + path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if fault == "stall_headers" and not head:
+                    server.release.wait(60)
+                    self.close_connection = True
+                    return
                 if head:
                     self.send_response(200)
                     for k, v in common.items():
@@ -110,6 +136,27 @@ class HubServer:
                 body = data[start:]
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if fault == "drop_always":
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                if fault == "stall":
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    server.release.wait(60)
+                    self.close_connection = True
+                    return
+                if fault == "drip":
+                    for i in range(0, len(body), 64):
+                        if server.release.wait(0.05):
+                            break
+                        try:
+                            self.wfile.write(body[i : i + 64])
+                            self.wfile.flush()
+                        except OSError:
+                            break
+                    self.close_connection = True
+                    return
                 if fault == "drop_once" and key not in server._dropped and not rng:
                     server._dropped.add(key)
                     self.wfile.write(body[: len(body) // 2])
@@ -126,6 +173,7 @@ class HubServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda request, client_address: None  # a client that hung up: not news
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
@@ -146,6 +194,7 @@ class HubServer:
         return self
 
     def stop(self):
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -239,13 +288,14 @@ def tiny_files() -> dict:
 
 
 def tiny_entries(files: dict):
-    """Catalogue entries for the tiny c2i and t2i models, sizes exact."""
+    """Catalogue entries for the tiny c2i and t2i models, sizes and sha256 pinned."""
     from lantern_studio.engine.settings import GenerationSettings
     from lantern_studio.models.catalogue import Entry, TextEncoderSpec
     from lantern_studio.models.hub import HubFile
 
     def hf(repo, name, role):
-        return HubFile(repo, name, size=len(files[(repo, name)]), role=role, size_exact=True)
+        data = files[(repo, name)]
+        return HubFile(repo, name, size=len(data), role=role, size_exact=True, sha256=hashlib.sha256(data).hexdigest())
 
     defaults = GenerationSettings(cfg_scale=2.0, top_k=0, temperature=1.0, drafter="none")
     c2i = Entry(name="tiny-c2i", title="tiny class→image (test)", kind="c2i",

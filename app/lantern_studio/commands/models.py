@@ -149,6 +149,8 @@ def cmd_download(args) -> int:
         plan = prepare(e.files, check_space=False)
     except HubError as err:
         return _err(str(err))
+    except OSError as err:  # reading the cache; writing it is worded by the hub module
+        return _err(f"{hf_cache_dir()}: {err.strerror or err}")
     if plan.nothing_to_do:
         print(f"{e.name} is already downloaded ({len(plan.cached)} files in {plan.cache_dir})")
         return EXIT_OK
@@ -159,7 +161,8 @@ def cmd_download(args) -> int:
     if not args.yes and not _ask(f"Download {format_size(plan.total_bytes)}?"):
         print("nothing downloaded")
         return EXIT_FAIL
-    bar = tqdm(total=plan.total_bytes, unit="B", unit_scale=True, unit_divisor=1000, desc=e.name, file=sys.stderr)
+    bar = tqdm(total=plan.total_bytes, unit="B", unit_scale=True, unit_divisor=1000, desc=e.name, file=sys.stderr,
+               disable=None)  # a bar on a terminal only: a log or a pipe gets the result line, not bar frames
 
     def progress(p):
         bar.set_postfix_str(p.filename, refresh=False)
@@ -178,6 +181,9 @@ def cmd_download(args) -> int:
     except HubError as err:
         bar.close()
         return _err(str(err))
+    except OSError as err:
+        bar.close()
+        return _err(f"{plan.cache_dir}: {err.strerror or err}")
     bar.close()
     print(f"downloaded {e.name} ({format_size(plan.total_bytes)}); try: lantern-studio generate "
           f"{'golden retriever' if e.kind == 'c2i' else repr('a photo of a cat')} --model {e.name}")
@@ -198,10 +204,12 @@ def cmd_verify(args) -> int:
     if checked == 0:
         return _err(f"{e.name}: none of its {len(e.files)} files could be checked (no hash to compare with)")
     if unchecked:
-        print(f"{e.name}: {checked} of {len(e.files)} files match the hub's hashes; {len(unchecked)} could not "
-              "be checked (listed above)")
-        return EXIT_OK
-    print(f"{e.name}: all {len(e.files)} files match the hub's hashes")
+        return _err(f"{e.name}: {len(unchecked)} of {len(e.files)} files could not be checked (listed above; the "
+                    f"other {checked} match): remove and download it again to check them")
+    pinned = sum(1 for f in e.files if f.sha256)
+    against = ("the catalogue's pinned sha256" if pinned == len(e.files) else "the hub's hashes" if not pinned
+               else "the catalogue's pinned sha256 or the hub's hashes")
+    print(f"{e.name}: all {len(e.files)} files match {against}")
     return EXIT_OK
 
 

@@ -30,6 +30,18 @@ class CheckpointError(ValueError):
     """A weights file that can't be used; the message names the file and why."""
 
 
+def load_problem(e: BaseException) -> str:
+    """A loader's exception as one line for a message: its type and the first line of its text.
+
+    Only the first line: the rest of torch's refusal advises retrying with ``weights_only=False``,
+    which must never be done with a file from elsewhere, and is never printed (nor is that line,
+    when it carries the advice)."""
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    if "weights_only" in first or "Weights only load failed" in first or "unpickl" in first.lower():
+        first = "it holds Python objects other than tensors (refused: only plain tensors are loaded)"
+    return f"{type(e).__name__}: {first}"
+
+
 def read_torch_state_dict(path) -> dict:
     """Official checkpoint → state dict: accepts {"model": sd}, {"module": sd},
     {"state_dict": sd}, {"ema": sd} or a bare state dict."""
@@ -44,12 +56,7 @@ def read_torch_state_dict(path) -> dict:
                 raise
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # pickle errors, truncated zip, foreign objects
-        # Only the first line of torch's message: the rest advises retrying with
-        # weights_only=False, which must never be done with a file from elsewhere.
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        if "weights_only" in first or "Weights only load failed" in first:
-            first = "it holds Python objects other than tensors (refused: only plain tensors are loaded)"
-        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {first})") from None
+        raise CheckpointError(f"{path}: not a readable PyTorch checkpoint ({load_problem(e)})") from None
     if isinstance(obj, dict):
         for key in ("model", "module", "state_dict", "ema"):
             if key in obj and isinstance(obj[key], dict):

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import torch
+from safetensors import safe_open
 
-from .checkpoints import CheckpointError
+from .checkpoints import CheckpointError, load_problem
 from .text import CaptionConditioner, left_pad
 
 _URL = re.compile(r"\b((?:https?:(?:/{1,3}|[a-zA-Z0-9%])|[a-zA-Z0-9.\-]+[.](?:com|co|ru|net|org|edu|gov|it)[\w/-]*\b/?(?!@)))")
@@ -74,15 +75,76 @@ def t5_encoder_params(config: dict) -> int:
     return int(config["vocab_size"]) * d + layers * per_layer + bias + d
 
 
+#: config.json fields every T5 encoder needs, with the largest value accepted (FLAN-T5-XXL is far below).
+T5_CONFIG_LIMITS = {"d_model": 65_536, "d_kv": 4_096, "num_heads": 1_024, "d_ff": 262_144, "num_layers": 1_024,
+                    "vocab_size": 4_000_000}
+
+
+def read_t5_config(folder) -> dict:
+    """A T5 folder's config.json, checked: a JSON object whose sizes are positive integers within
+    :data:`T5_CONFIG_LIMITS`. Anything else is one CheckpointError naming the file and the field."""
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        raise CheckpointError(f"{folder}: no config.json (not a T5 model folder)")
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise ValueError("over 1 MiB")
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise CheckpointError(f"{path}: not a readable T5 configuration ({type(e).__name__}: "
+                              f"{(str(e).splitlines() or [''])[0][:120]})") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: not a T5 configuration (a JSON object is expected)")
+    for key, top in T5_CONFIG_LIMITS.items():
+        value = config.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= top:
+            raise CheckpointError(f"{path}: {key} must be a whole number from 1 to {top:,}, got {value!r:.40}")
+    buckets = config.get("relative_attention_num_buckets", 32)
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or not 0 < buckets <= 4_096:
+        raise CheckpointError(f"{path}: relative_attention_num_buckets must be a whole number from 1 to 4,096, "
+                              f"got {buckets!r:.40}")
+    return config
+
+
+def _weight_files(folder: Path) -> list:
+    return sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")])
+
+
+def _weights_label(folder: Path) -> str:
+    files = _weight_files(Path(folder))
+    if len(files) == 1:
+        return str(files[0])
+    return f"{folder} ({', '.join(f.name for f in files[:3])}{' …' if len(files) > 3 else ''})" if files \
+        else f"{folder} (no weight files)"
+
+
+def check_t5_weights(folder, params: int) -> None:
+    """Before the library reads them: each safetensors file's header is readable, and the weight files
+    hold at least a byte per parameter config.json describes (so a few bytes of config cannot ask for
+    gigabytes). One CheckpointError naming the file."""
+    folder = Path(folder)
+    files = _weight_files(folder)
+    if not files:
+        raise CheckpointError(f"{folder}: no T5 weights (model.safetensors or pytorch_model.bin)")
+    for f in files:
+        if f.suffix == ".safetensors":
+            try:
+                with safe_open(str(f), framework="pt") as h:
+                    h.keys()
+            except Exception as e:  # SafetensorError: header too large, not JSON, truncated
+                raise CheckpointError(f"{f}: not a readable safetensors file ({load_problem(e)})") from None
+    have = sum(f.stat().st_size for f in files)
+    if have < params:
+        raise CheckpointError(f"{folder / 'config.json'}: describes {params:,} parameters but the weight files "
+                              f"hold only {have:,} bytes (refused before allocating)")
+
+
 class FlanT5Encoder:
     """A T5 encoder as a :class:`engine.text.TextEncoder`: ``dim`` and ``token_embeddings``."""
 
     def __init__(self, folder, device: str = "cpu", dtype: Optional[torch.dtype] = None, clean: bool = True):
         self.folder = Path(folder)
-        cfg_path = self.folder / "config.json"
-        if not cfg_path.is_file():
-            raise CheckpointError(f"{self.folder}: no config.json (not a T5 model folder)")
-        self.config = json.loads(cfg_path.read_text())
+        self.config = read_t5_config(self.folder)
         self.dim = int(self.config["d_model"])
         self.device = str(device)
         if dtype is None:
@@ -120,11 +182,17 @@ class FlanT5Encoder:
                 except ImportError as e:
                     raise RuntimeError(f"the FLAN-T5 text encoder needs the 'transformers' package: {e}") from None
 
+                check_t5_weights(self.folder, self.params)
                 try:
                     self._tok = AutoTokenizer.from_pretrained(str(self.folder), local_files_only=True)
+                except Exception as e:  # a garbled tokenizer.json / spiece.model: whatever the library raises
+                    raise CheckpointError(f"{self.folder}: could not load the T5 tokenizer ({load_problem(e)})") \
+                        from None
+                try:
                     model = T5EncoderModel.from_pretrained(str(self.folder), local_files_only=True, dtype=self.dtype)
-                except (OSError, ValueError) as e:
-                    raise CheckpointError(f"{self.folder}: could not load the T5 encoder ({e})") from None
+                except Exception as e:  # SafetensorError, UnpicklingError, ...: one line naming the weights
+                    raise CheckpointError(f"{_weights_label(self.folder)}: could not load the T5 encoder's "
+                                          f"weights ({load_problem(e)})") from None
                 self._model = model.eval().to(self.device)
         return self
 

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from .checkpoints import CheckpointError, read_torch_state_dict
 from .checkpoints import describe_mismatch as _describe_mismatch
 from .files import atomic_write
 
@@ -540,27 +541,21 @@ def load_llamagen_vq(path: str | os.PathLike, *, map_location: str | torch.devic
     """Load an official LlamaGen VQ checkpoint (``.pt``) with ``strict=True``.
 
     Accepts ``{"model": sd}``, ``{"state_dict": sd}`` or a bare state dict,
-    read with ``torch.load(weights_only=True)``. The architecture is inferred
+    read by :func:`engine.checkpoints.read_torch_state_dict` (``weights_only=True``,
+    on the CPU; ``map_location`` is kept for callers). The architecture is inferred
     from the tensor shapes; keyword arguments (VQArgs fields) override it and
-    then must agree with the file. Raises ``ValueError`` naming the file if it
-    is unreadable or its keys/shapes don't fit.
+    then must agree with the file. Raises ``ValueError`` (a ``CheckpointError``
+    when the file itself is unreadable) naming the file if it is unreadable or
+    its keys/shapes don't fit.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such VQ checkpoint")
-    try:
-        obj = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as e:  # corrupt zip, pickle of disallowed objects, truncated file, ...
-        raise ValueError(f"{path}: not a readable PyTorch checkpoint ({type(e).__name__}: {e})") from None
-    sd = obj
-    if isinstance(obj, dict):
-        for key in ("model", "state_dict"):
-            if isinstance(obj.get(key), dict):
-                sd = obj[key]
-                break
-    if not isinstance(sd, dict) or not sd or not all(isinstance(v, torch.Tensor) for v in sd.values()):
-        raise ValueError(f"{path}: expected a state dict (or {{'model': state_dict}}) of tensors, "
-                         f"got {type(obj).__name__}")
+    # The one reader of foreign .pt files (weights_only=True, one line, never torch's advice to retry
+    # with weights_only=False): a VQ from the Hub is refused the way a GPT checkpoint is.
+    sd = read_torch_state_dict(path)
+    if not sd:
+        raise CheckpointError(f"{path}: expected a state dict (or {{'model': state_dict}}) of tensors, got none")
     sd = _strip_prefix(dict(sd), "module.")
     try:
         args = infer_vq_args(sd)

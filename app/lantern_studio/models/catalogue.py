@@ -18,6 +18,10 @@ Facts checked against LlamaGen's README (FoundationVision/LlamaGen) and its
 
 Sizes are approximate (parameters × 4 bytes, the fp32 checkpoints) unless
 ``size_exact``; the downloader asks the hub for exact sizes before it starts.
+A file may pin its content (``HubFile(sha256=…, size=…, size_exact=True)``):
+the download must then match the pin, whatever the server says. The official
+entries below carry no pins yet, so their files are checked against the hub's
+own hash for them, which must be a hash (models/hub.py).
 
 Files are read from the standard Hugging Face cache only (never fetched here):
 ``lantern-studio models download NAME`` fetches them.

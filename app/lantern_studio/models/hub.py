@@ -1,84 +1,80 @@
 """Downloads from the Hugging Face Hub into the standard HF cache.
 
-Everything goes through ``huggingface_hub`` (``hf_hub_download``), so files land
-where every other tool expects them (``$HF_HUB_CACHE`` or ``$HF_HOME/hub``)
-and are shared with them. What this module adds on top:
+Files land where every other tool expects them (``$HF_HUB_CACHE`` or
+``$HF_HOME/hub``, the layout in :mod:`models.hub_cache`) and are shared with
+them. The transfer is our own (:mod:`models.hub_http`, which says why not
+``hf_hub_download``). What this module promises:
 
+* **the catalogue decides where a file goes** — paths are built from the
+  catalogue's repository, file name and revision and from hashes checked to be
+  hex digits; a server's ETag or commit header that names a path, or is not a
+  hash, is refused by name (:class:`HubRefused`), and every path is resolved and
+  checked to lie inside the cache before anything is written;
 * **sizes first** — :func:`prepare` asks the hub (HEAD requests only) for the
-  exact size and hash of every missing file before anything is written;
+  exact size and hash of every missing file before anything is written; a size
+  or hash other than the one the catalogue pins is refused there;
 * **free-space check** — refuses to start when the cache's disk can't hold the
-  download, naming the folder and both sizes;
-* **progress and cancel** — a callable gets a :class:`DownloadProgress` after
-  every chunk (the GUI's hook; the CLI wraps a tqdm bar around it); a callable
-  or a ``threading.Event`` cancels between chunks (:class:`DownloadCancelled`);
-* **resume** — a dropped connection is resumed with an HTTP ``Range`` request by
-  the hub client itself (it retries a few times from the byte it had reached).
-  A cancelled or killed download leaves no partial file (the hub client writes
-  to a process-unique temporary file and removes it), so it restarts the file;
-* **integrity** — after each file: its size, and its sha256 when the hub's ETag
-  is one (LFS files; git-stored files get the git blob sha1 check). A bad file
-  is removed from the cache and reported (:class:`IntegrityError`);
+  download, naming the folder and both sizes; a disk that fills up anyway is one
+  line too (:class:`NotEnoughSpace`);
+* **progress and cancel** — a callable gets a :class:`DownloadProgress` as bytes
+  arrive (the GUI's hook; the CLI wraps a tqdm bar around it); a callable or a
+  ``threading.Event`` cancels within a fraction of a second, even while the
+  server sends nothing (:class:`DownloadCancelled`);
+* **resume** — bytes go to ``blobs/<hash>.incomplete``. A dropped connection
+  is resumed with an HTTP ``Range`` request from the byte reached; a cancelled,
+  failed or killed download leaves that file, and the next download of the same
+  file resumes from its bytes. The hub library's own leftovers of that file
+  (``<hash>.<id>.incomplete``) are removed when it starts;
+* **integrity** — every file is checked before it is moved into place: its
+  size, and its sha256 against the catalogue's pin (``HubFile.sha256``) or,
+  for a file without a pin, against the hub's ETag (sha256, or the git blob
+  sha1 of a small git-stored file). Bad bytes are discarded
+  (:class:`IntegrityError`); a blob already in the cache is only ever replaced
+  by checked bytes of the same hash, so a failed download never deletes or
+  alters another model's files;
 * **offline** — ``HF_HUB_OFFLINE=1`` (or ``local_files_only=True``) uses only the
   cache and says which files are missing (:class:`NotDownloaded`);
-* **clear errors** — an unreachable hub becomes :class:`HubUnavailable`.
+* **one line per failure** — an unreachable hub, a timeout, a dropped
+  connection, a redirect loop, a cache folder that is a file or read-only: each
+  a :class:`HubError` subclass (:mod:`models.hub_errors`); the hub library's
+  log records go to the application's logging, never straight to the terminal.
 
-``HF_ENDPOINT``, ``HF_HOME`` and ``HF_HUB_CACHE`` are read at call time (the
-hub library reads them once at import), so a mirror or a test server can be
-chosen after import.
+``HF_ENDPOINT``, ``HF_HOME``, ``HF_HUB_CACHE`` and ``HF_HUB_DOWNLOAD_TIMEOUT``
+are read at call time (the hub library reads them once at import), so a mirror
+or a test server can be chosen after import.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
+import logging
 import os
-import re
 import shutil
 import threading
+import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence, Union
 
+import filelock
+
 from ..paths import env_flag, existing_parent
+from . import hub_cache, hub_http
+from .hub_cache import HEX40, HEX64, cache_error, is_commit, is_hash
+from .hub_errors import (CacheUnusable, ConnectionDropped, DownloadCancelled, HubError, HubOffline, HubRefused,
+                         HubTimeout, HubUnavailable, IntegrityError, NotDownloaded, NotEnoughSpace, shown)
 
 __all__ = [
     "HubFile", "RemoteFile", "DownloadPlan", "DownloadProgress",
     "HubError", "HubUnavailable", "HubOffline", "NotDownloaded", "NotEnoughSpace", "IntegrityError", "DownloadCancelled",
+    "HubRefused", "HubTimeout", "ConnectionDropped", "CacheUnusable",
     "hf_cache_dir", "hub_endpoint", "is_offline", "cached_path", "missing", "is_installed",
     "prepare", "download", "download_files", "verify_file", "verify_cached", "remove_files",
-    "check_free_space", "format_size",
+    "check_free_space", "format_size", "check_reachable",
 ]
 
-
-# --------------------------------------------------------------------------- errors
-
-
-class HubError(RuntimeError):
-    """A download problem, worded for the person who asked for it."""
-
-
-class HubUnavailable(HubError):
-    """The hub could not be reached (no network, DNS, proxy, firewall, wrong HF_ENDPOINT)."""
-
-
-class NotDownloaded(HubError):
-    """Files are missing from the local cache and offline mode forbids fetching them."""
-
-
-class HubOffline(HubError):
-    """Offline mode is on (``HF_HUB_OFFLINE``): the hub is not asked at all."""
-
-
-class NotEnoughSpace(HubError):
-    """The cache's disk can't hold the download."""
-
-
-class IntegrityError(HubError):
-    """A downloaded file has the wrong size or hash; it was removed from the cache."""
-
-
-class DownloadCancelled(HubError):
-    """The caller cancelled the download."""
+PROGRESS_EVERY_S = 0.05  # the progress callable is called at most this often (and at every file's end)
 
 
 # --------------------------------------------------------------------------- files
@@ -86,8 +82,9 @@ class DownloadCancelled(HubError):
 
 @dataclass(frozen=True)
 class HubFile:
-    """One file of a Hub repository. ``size`` is what the catalogue expects
-    (bytes; approximate unless ``size_exact``), shown before asking the hub."""
+    """One file of a Hub repository. ``size`` is what the catalogue expects (bytes; approximate unless
+    ``size_exact``), shown before asking the hub. ``sha256``: the catalogue's pin of the file's content
+    (hex); when given the file must have exactly that hash (and ``size``, when exact)."""
 
     repo_id: str
     filename: str
@@ -95,6 +92,7 @@ class HubFile:
     revision: str = "main"
     role: str = ""  # gpt | vq | text-encoder | ...
     size_exact: bool = False
+    sha256: Optional[str] = None
 
     @property
     def label(self) -> str:
@@ -103,12 +101,18 @@ class HubFile:
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """What the hub says about a file (HEAD request)."""
+    """What the hub says about a file (HEAD request), checked: ``etag`` is a hash (64 or 40 hex digits),
+    ``commit`` a 40-hex commit, ``size`` the exact size."""
 
     file: HubFile
     size: Optional[int]
     etag: Optional[str]
     commit: Optional[str]
+
+    @property
+    def blob_name(self) -> str:
+        """The blob's name in the cache: the pinned sha256, else the hub's hash for it."""
+        return self.file.sha256 or self.etag
 
 
 @dataclass
@@ -128,7 +132,7 @@ class DownloadPlan:
 
 @dataclass
 class DownloadProgress:
-    """Handed to the progress callable after every chunk (from the download thread)."""
+    """Handed to the progress callable as bytes arrive (from the download thread)."""
 
     filename: str
     file_index: int  # 0-based among the files being fetched
@@ -141,7 +145,7 @@ class DownloadProgress:
 
     @property
     def fraction(self) -> float:
-        return self.bytes_done / self.bytes_total if self.bytes_total else 1.0
+        return min(1.0, self.bytes_done / self.bytes_total) if self.bytes_total else 1.0
 
 
 ProgressFn = Callable[[DownloadProgress], None]
@@ -189,25 +193,26 @@ def format_size(n: Optional[int]) -> str:
     return f"{n} B"  # pragma: no cover
 
 
-def _network_errors() -> tuple:
-    errs = []
-    for mod, name in (("httpx2", "TransportError"), ("httpx", "TransportError"),
-                      ("requests.exceptions", "ConnectionError"), ("requests.exceptions", "Timeout")):
-        try:
-            m = __import__(mod, fromlist=[name])
-            errs.append(getattr(m, name))
-        except (ImportError, AttributeError):
-            pass
-    return tuple(errs) or (ConnectionError,)
+_ROUTED = False
+_LIBRARY_LOGGERS = ("huggingface_hub", "httpx2", "httpcore2", "filelock")
 
 
-def _unavailable(cause: BaseException) -> HubUnavailable:
-    e = HubUnavailable(
-        f"could not reach the model hub ({hub_endpoint()}: {type(cause).__name__}): check the network or set "
-        "HF_ENDPOINT; offline mode uses only the local cache"
-    )
-    e.__cause__ = cause
-    return e
+def route_library_logs() -> None:
+    """The hub library writes its warnings to stderr through its own handler; send them (and the HTTP
+    client's records) to the application's logging instead, so nothing but our one line reaches the
+    terminal unless logging was set up to show them."""
+    global _ROUTED
+    if _ROUTED:
+        return
+    for name in _LIBRARY_LOGGERS:
+        log = logging.getLogger(name)
+        for h in list(log.handlers):
+            if type(h) is logging.StreamHandler:
+                log.removeHandler(h)
+        if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+            log.addHandler(logging.NullHandler())
+        log.propagate = True
+    _ROUTED = True
 
 
 def check_reachable(timeout: float = 3.0) -> None:
@@ -217,25 +222,33 @@ def check_reachable(timeout: float = 3.0) -> None:
     if is_offline():
         raise HubOffline("offline mode is on (HF_HUB_OFFLINE): models already in the cache load; "
                          "unset it to download")
-    from huggingface_hub import get_session  # noqa: PLC0415 - huggingface_hub: slow import
-
-    try:
-        get_session().head(hub_endpoint() + "/", timeout=timeout)
-    except _network_errors() as e:
-        raise _unavailable(e) from None
+    route_library_logs()
+    hub_http.ping(hub_endpoint() + "/", timeout)
 
 
 # --------------------------------------------------------------------------- the cache
 
 
-def cached_path(f: HubFile, cache_dir: Optional[Path] = None) -> Optional[Path]:
-    """Path of the file in the local cache, or None. Never touches the network."""
-    from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - huggingface_hub: slow import
+def _fits_pin(f: HubFile, path: Path) -> bool:
+    """What a lookup can tell without reading the file: its size (when exact) and its blob's name (when
+    pinned and the blob is named by a sha256) agree with the catalogue."""
+    blob = hub_cache.blob_of(path)
+    try:
+        size = blob.stat().st_size
+    except OSError:
+        return False
+    if f.size_exact and size != f.size:
+        return False
+    if f.sha256 and HEX64.fullmatch(blob.name) and blob.name != f.sha256:
+        return False
+    return True
 
-    p = try_to_load_from_cache(f.repo_id, f.filename, cache_dir=str(cache_dir or hf_cache_dir()), revision=f.revision)
-    if isinstance(p, str) and os.path.isfile(p):
-        return Path(p)
-    return None
+
+def cached_path(f: HubFile, cache_dir: Optional[Path] = None) -> Optional[Path]:
+    """Path of the file in the local cache (inside it, the catalogue's size and hash name), or None.
+    Never touches the network."""
+    p = hub_cache.lookup(Path(cache_dir or hf_cache_dir()), f.repo_id, f.filename, f.revision)
+    return p if p is not None and _fits_pin(f, p) else None
 
 
 def missing(files: Iterable[HubFile], cache_dir: Optional[Path] = None) -> list:
@@ -254,7 +267,7 @@ def check_free_space(folder: Path, needed: int, what: str = "the download") -> N
     try:
         free = shutil.disk_usage(where).free
     except OSError:
-        return  # can't tell; the hub client warns on its own
+        return  # can't tell; a disk that fills up during the transfer is reported then
     if free < needed * 1.02:
         raise NotEnoughSpace(
             f"not enough free disk space in {folder}: {what} needs {format_size(needed)}, only "
@@ -266,108 +279,151 @@ def check_free_space(folder: Path, needed: int, what: str = "the download") -> N
 # --------------------------------------------------------------------------- metadata
 
 
-def remote_info(f: HubFile, timeout: float = 10.0) -> RemoteFile:
-    """HEAD the file on the hub: exact size, ETag (sha256 for LFS files), commit."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url  # noqa: PLC0415 - huggingface_hub: slow import
-    from huggingface_hub.errors import (  # noqa: PLC0415 - huggingface_hub: slow import
-        EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
+def _normal_etag(raw: Optional[str]) -> str:
+    tag = (raw or "").strip()
+    if tag.startswith("W/"):
+        tag = tag[2:]
+    return tag.strip('"').lower()
 
-    ep = hub_endpoint()
-    url = hf_hub_url(f.repo_id, f.filename, revision=f.revision, endpoint=ep)
+
+def file_url(f: HubFile, revision: str) -> str:
+    """{endpoint}/{repo}/resolve/{revision}/{file}, every part checked and quoted."""
+    hub_cache.check_repo_id(f.repo_id)
+    hub_cache.check_filename(f.filename)
+    hub_cache.check_revision(revision)
+    return (f"{hub_endpoint()}/{f.repo_id}/resolve/{urllib.parse.quote(revision, safe='')}/"
+            f"{urllib.parse.quote(f.filename)}")
+
+
+def check_metadata(f: HubFile, meta: hub_http.Metadata) -> RemoteFile:
+    """The hub's answer for ``f``, refused by name unless every part is what it must be."""
+    tag = _normal_etag(meta.etag)
+    if not is_hash(tag):
+        raise HubRefused(f"{f.label}: the model hub's ETag {shown(meta.etag)} is not a content hash; refused "
+                         "(a mirror that does not serve the Hub's files?)")
+    if f.sha256 and HEX64.fullmatch(tag) and tag != f.sha256:
+        raise HubRefused(f"{f.label}: the model hub serves a file with sha256 {tag[:16]}…, not the "
+                         f"{f.sha256[:16]}… the catalogue pins; refused")
+    commit = (meta.commit or "").strip()
+    if not commit and is_commit(f.revision):
+        commit = f.revision
+    if not is_commit(commit):
+        raise HubRefused(f"{f.label}: the model hub's commit header X-Repo-Commit {shown(meta.commit)} is not a "
+                         "commit hash; refused")
     try:
-        meta = get_hf_file_metadata(url, timeout=timeout, endpoint=ep)
-    except OfflineModeIsEnabled:
+        size = int(str(meta.size).strip())
+    except ValueError:
+        size = -1
+    if size < 0 or str(meta.size).strip() != str(size):
+        raise HubRefused(f"{f.label}: the model hub's size {shown(meta.size)} is not a number of bytes; refused")
+    if f.size_exact and size != f.size:
+        raise HubRefused(f"{f.label}: the model hub's file is {size:,} bytes, the catalogue pins {f.size:,}; "
+                         "refused")
+    return RemoteFile(f, size, tag, commit)
+
+
+def remote_info(f: HubFile, timeout: float = 10.0) -> RemoteFile:
+    """HEAD the file on the hub: exact size, hash, commit — checked (see :func:`check_metadata`)."""
+    if is_offline():
         raise NotDownloaded(
             f"{f.label} is not in the local cache and offline mode is on (HF_HUB_OFFLINE); unset it to download"
-        ) from None
-    except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError):
-        raise HubError(f"{f.label} (revision {f.revision}) was not found on the model hub at {ep}") from None
-    except HfHubHTTPError as e:
-        status = getattr(getattr(e, "response", None), "status_code", "?")
-        if isinstance(status, int) and status >= 500:
-            raise _unavailable(e) from None
-        raise HubError(f"the model hub refused {f.label} (HTTP {status}): {e}") from None
-    except _network_errors() as e:
-        raise _unavailable(e) from None
-    return RemoteFile(f, meta.size, meta.etag, meta.commit_hash)
+        )
+    url = file_url(f, f.revision)
+    return check_metadata(f, hub_http.head(url, f.label, timeout))
 
 
 # --------------------------------------------------------------------------- integrity
 
 
-def _hash_file(path: Path, algo: str, prefix: bytes = b"") -> str:
-    h = hashlib.new(algo)
-    h.update(prefix)
-    with open(path, "rb") as fh:
+class _Digest:
+    """sha256 of the content, or the git blob sha1 (``blob <size>\\0`` + content) for a 40-hex hash."""
+
+    def __init__(self, expected: str, size: int):
+        self.expected, self.size = expected, size
+        self.reset()
+
+    def reset(self) -> None:
+        if HEX40.fullmatch(self.expected):
+            self.h = hashlib.sha1(b"blob %d\0" % self.size)
+        else:
+            self.h = hashlib.sha256()
+
+    def update(self, data: bytes) -> None:
+        self.h.update(data)
+
+    @property
+    def kind(self) -> str:
+        return "git sha1" if HEX40.fullmatch(self.expected) else "sha256"
+
+    def problem(self) -> Optional[str]:
+        got = self.h.hexdigest()
+        return None if got == self.expected else f"{self.kind} {got[:16]}… where {self.expected[:16]}… was expected"
+
+
+def _hash_file(path: Path, expected: str, size: int) -> Optional[str]:
+    """None when the file has ``size`` bytes and the ``expected`` hash; else what is wrong."""
+    real = hub_cache.blob_of(path)
+    actual = real.stat().st_size
+    if actual != size:
+        return f"size {actual:,} bytes, expected {size:,}"
+    d = _Digest(expected, size)
+    with open(real, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+            d.update(block)
+    return d.problem()
 
 
 def _check_content(path: Path, size: Optional[int], etag: Optional[str]) -> Optional[str]:
-    """None if the file matches; else what is wrong."""
-    real = Path(os.path.realpath(path))
+    """None if the file matches; else what is wrong (``etag``: a hash, or anything else: size only)."""
+    real = hub_cache.blob_of(path)
     actual = real.stat().st_size
     if size is not None and actual != size:
         return f"size {actual} bytes, expected {size}"
-    tag = (etag or "").strip('"').lower()
-    if re.fullmatch(r"[0-9a-f]{64}", tag):  # LFS file: the ETag is its sha256
-        got = _hash_file(real, "sha256")
-        if got != tag:
-            return f"sha256 {got[:16]}… does not match the hub's {tag[:16]}…"
-    elif re.fullmatch(r"[0-9a-f]{40}", tag):  # git-stored file: the ETag is its git blob sha1
-        got = _hash_file(real, "sha1", b"blob %d\0" % actual)
-        if got != tag:
-            return f"git sha1 {got[:16]}… does not match the hub's {tag[:16]}…"
+    tag = _normal_etag(etag)
+    if is_hash(tag):
+        return _hash_file(real, tag, actual)
     return None
 
 
-def _remove_cached(path: Path) -> None:
-    real = Path(os.path.realpath(path))
-    for p in (Path(path), real):
-        try:
-            if p.is_symlink() or p.exists():
-                p.unlink()
-        except OSError:
-            pass
-
-
 def verify_file(path: Path, size: Optional[int], etag: Optional[str], label: str = "") -> None:
-    """Raise IntegrityError (after removing the file from the cache) if it doesn't match."""
+    """Raise IntegrityError if the file doesn't match (nothing is removed: it may be another model's blob)."""
     problem = _check_content(Path(path), size, etag)
     if problem:
-        _remove_cached(Path(path))
-        raise IntegrityError(
-            f"{label or Path(path).name}: the downloaded file is corrupt or incomplete ({problem}); it was "
-            "removed from the cache — run the download again"
-        )
+        raise IntegrityError(f"{label or Path(path).name}: the file is corrupt or incomplete ({problem})")
 
 
 def is_checkable(etag: str) -> bool:
     """Whether a cache blob name is a hash the content can be checked against."""
-    tag = (etag or "").strip('"').lower()
-    return bool(re.fullmatch(r"[0-9a-f]{64}|[0-9a-f]{40}", tag))
+    return is_hash(_normal_etag(etag))
 
 
 def verify_cached(files: Iterable[HubFile], cache_dir: Optional[Path] = None, unchecked: Optional[list] = None) -> list:
-    """Offline check of cached files: each blob's name is its ETag, so re-hash and compare.
+    """Offline check of cached files: re-hash each against the catalogue's pin, or, without one, against
+    its blob's name (the hub's hash for it).
 
     Returns a list of problems (strings); missing files are reported too. Nothing is removed.
-    Files whose blob name is not a hash (so nothing to compare with) are appended to
-    ``unchecked`` (when given) rather than counted as matching.
+    Files with neither a pin nor a hash for a name are appended to ``unchecked`` (when given)
+    rather than counted as matching.
     """
     problems = []
     for f in files:
-        p = cached_path(f, cache_dir)
+        p = hub_cache.lookup(Path(cache_dir or hf_cache_dir()), f.repo_id, f.filename, f.revision)
         if p is None:
             problems.append(f"{f.label}: not downloaded")
             continue
-        blob = Path(os.path.realpath(p))
-        if not is_checkable(blob.name):
-            if unchecked is not None:
-                unchecked.append(f"{f.label}: its cache name {blob.name!r} is not a hash, so it cannot be checked")
-            continue
-        bad = _check_content(p, None, blob.name)
+        blob = hub_cache.blob_of(p)
+        try:
+            if f.sha256:
+                bad = _hash_file(blob, f.sha256, f.size if f.size_exact else blob.stat().st_size)
+            elif is_checkable(blob.name):
+                bad = _check_content(blob, f.size if f.size_exact else None, blob.name)
+            else:
+                if unchecked is not None:
+                    unchecked.append(f"{f.label}: its cache name {blob.name!r} is not a hash and the catalogue "
+                                     "pins none, so it cannot be checked")
+                continue
+        except OSError as e:
+            bad = f"could not be read ({e.strerror or e})"
         if bad:
             problems.append(f"{f.label}: {bad}")
     return problems
@@ -381,8 +437,9 @@ def prepare(files: Sequence[HubFile], local_files_only: Optional[bool] = None, c
     """What a download would do: cached files, and the exact size of each missing one.
 
     Offline: raises NotDownloaded when something is missing. Online: HEAD requests only,
-    then the free-space check. Raises HubUnavailable / HubError / NotEnoughSpace.
+    then the free-space check. Raises HubUnavailable / HubRefused / HubError / NotEnoughSpace.
     """
+    route_library_logs()
     cache = hf_cache_dir()
     cached, todo = [], []
     for f in dict.fromkeys(files):  # de-duplicated, order kept
@@ -401,125 +458,148 @@ def prepare(files: Sequence[HubFile], local_files_only: Optional[bool] = None, c
     return plan
 
 
-def _cancelled(cancel: CancelLike) -> bool:
+def _cancel_check(cancel: CancelLike) -> Callable[[], bool]:
     if cancel is None:
-        return False
+        return lambda: False
     if isinstance(cancel, threading.Event) or hasattr(cancel, "is_set"):
-        return cancel.is_set()
-    return bool(cancel())
+        return cancel.is_set
+    return lambda: bool(cancel())
 
 
 class _State:
-    def __init__(self, plan: DownloadPlan, progress: Optional[ProgressFn], cancel: CancelLike):
-        self.plan, self.progress, self.cancel = plan, progress, cancel
+    def __init__(self, plan: DownloadPlan, progress: Optional[ProgressFn]):
+        self.plan, self.progress = plan, progress
         self.total = plan.total_bytes
-        self.done = 0
+        self.before = 0  # bytes of the files already done
         self.index = 0
         self.file_bytes = 0
         self.current: Optional[RemoteFile] = None
+        self.last = 0.0
+        self.last_bytes = 0
 
-    def report(self, finished: bool = False):
+    def report(self, finished: bool = False) -> None:
+        """Hand the progress on: a file's first bytes, its end, and otherwise every PROGRESS_EVERY_S or MiB."""
         if self.progress is None or self.current is None:
             return
+        now = time.monotonic()
+        first = self.file_bytes > 0 and self.last_bytes == 0
+        if not (finished or first or now - self.last >= PROGRESS_EVERY_S or self.file_bytes - self.last_bytes >= 1 << 20):
+            return
+        self.last, self.last_bytes = now, self.file_bytes
         r = self.current
         self.progress(DownloadProgress(r.file.filename, self.index, len(self.plan.fetch), self.file_bytes,
-                                       r.size or r.file.size, self.done, self.total, finished))
+                                       r.size or r.file.size, self.before + self.file_bytes, self.total, finished))
 
 
-class _Bar:
-    """The hub client's progress-bar protocol (a tqdm look-alike) → our state, plus cancel checks."""
-
-    def __init__(self, state: _State, *args, total=None, initial=0, **kwargs):
-        self.state = state
-        self.n = initial or 0
-
-    def update(self, n=1):
-        n = int(n or 0)
-        self.n += n
-        self.state.file_bytes += n
-        self.state.done += n
-        self.state.report()
-        if _cancelled(self.state.cancel):
+def _lock(cache: Path, r: RemoteFile, cancelled: Callable[[], bool]) -> filelock.BaseFileLock:
+    """The blob's lock (the hub library's own lock path, so its downloads and ours take turns); waiting
+    for it checks the cancel."""
+    folder = cache / ".locks" / hub_cache.repo_dir(cache, r.file.repo_id).name
+    hub_cache.make_dirs(cache, folder)
+    lock = filelock.FileLock(str(folder / f"{r.blob_name}.lock"))
+    while True:
+        if cancelled():
             raise DownloadCancelled("download cancelled")
+        try:
+            lock.acquire(timeout=0.1)
+            return lock
+        except filelock.Timeout:
+            continue
+        except OSError as e:
+            raise cache_error(e, folder) from None
 
-    def close(self):
-        pass
 
-    def __enter__(self):
-        return self
+def _fetch_one(cache: Path, r: RemoteFile, state: _State, cancelled: Callable[[], bool]) -> Path:
+    """One file into the cache: a checked blob (fetched, resumed, or already there), its snapshot link, its ref."""
+    f = r.file
+    repo = hub_cache.repo_dir(cache, f.repo_id)
+    blobs = repo / "blobs"
+    hub_cache.make_dirs(cache, blobs)
+    blob = blobs / r.blob_name
+    expected = f.sha256 or r.etag
+    lock = _lock(cache, r, cancelled)
+    try:
+        partial = blob.with_name(blob.name + hub_cache.PARTIAL)
+        hub_cache.clean_orphans(blobs, r.blob_name, keep=partial)
+        have = blob.is_file() and not blob.is_symlink() and _hash_file(blob, expected, r.size) is None
+        if not have:
+            _transfer(r, partial, expected, state, cancelled)
+            hub_cache.install_blob(partial, blob)
+        link = hub_cache.link_snapshot(cache, repo, r.commit, f.filename, blob)
+        hub_cache.write_ref(cache, repo, f.revision, r.commit)
+    finally:
+        lock.release()
+    return link
 
-    def __exit__(self, *exc):
-        return False
+
+def _transfer(r: RemoteFile, partial: Path, expected: str, state: _State, cancelled: Callable[[], bool]) -> None:
+    """Fetch (or resume) ``partial`` and check it; bad bytes are removed, anything else is kept to resume."""
+    f = r.file
+    digest = _Digest(expected, r.size)
+    if partial.is_symlink():
+        hub_cache.remove_quietly(partial)
+    fh, have = hub_cache.open_partial(partial)
+    try:
+        if have > r.size:
+            fh.truncate(0)
+            have = 0
+        hub_cache.read_partial(partial, digest.update, have)
+        state.file_bytes = have
+        state.report()
+
+        def sink(offset: int, data: bytes) -> None:
+            if offset == 0 and fh.tell() != 0:  # starting again
+                fh.truncate(0)
+                fh.seek(0)
+                digest.reset()
+            fh.write(data)
+            digest.update(data)
+            state.file_bytes = offset + len(data)
+            state.report()
+
+        if have < r.size:
+            hub_http.fetch(file_url(f, r.commit), f.label, r.size, have, sink, cancelled)
+        fh.flush()
+        os.fsync(fh.fileno())
+    finally:
+        fh.close()
+        if r.size and partial.is_file() and partial.stat().st_size == 0:
+            hub_cache.remove_quietly(partial)  # nothing to resume from
+    problem = digest.problem() if partial.stat().st_size == r.size else \
+        f"size {partial.stat().st_size:,} bytes, expected {r.size:,}"
+    if problem:
+        hub_cache.remove_quietly(partial)
+        raise IntegrityError(f"{f.label}: the downloaded file is corrupt ({problem}); it was not kept — run the "
+                             "download again")
 
 
 def download(plan: DownloadPlan, progress: Optional[ProgressFn] = None, cancel: CancelLike = None,
-             verify: bool = True) -> list:
+             verify: bool = True) -> dict:
     """Fetch what ``plan`` lists (see :func:`prepare`); returns {HubFile: local path} for every
-    file in the plan. Raises HubUnavailable, IntegrityError, DownloadCancelled."""
-    from huggingface_hub import hf_hub_download  # noqa: PLC0415 - huggingface_hub: slow import
-    from huggingface_hub.errors import (  # noqa: PLC0415 - huggingface_hub: slow import
-        HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled)
-
-    state = _State(plan, progress, cancel)
+    file in the plan. Every file is checked before it is moved into place (``verify`` is kept for
+    callers; there is no unchecked path). Raises HubUnavailable (and its ConnectionDropped,
+    HubTimeout), HubRefused, IntegrityError, NotEnoughSpace, CacheUnusable, DownloadCancelled."""
+    route_library_logs()
+    cancelled = _cancel_check(cancel)
+    state = _State(plan, progress)
     paths = {f: p for f, p in plan.cached}
-    ep = hub_endpoint()
+    cache = Path(plan.cache_dir)
     for i, r in enumerate(plan.fetch):
-        if _cancelled(cancel):
+        if cancelled():
             raise DownloadCancelled("download cancelled")
-        state.index, state.current, state.file_bytes = i, r, 0
-        before = state.done
-        f = r.file
+        state.index, state.current, state.file_bytes, state.last_bytes = i, r, 0, 0
         try:
-            path = hf_hub_download(
-                f.repo_id, f.filename, revision=r.commit or f.revision, cache_dir=str(plan.cache_dir),
-                endpoint=ep, tqdm_class=functools.partial(_Bar, state),
-            )
-        except DownloadCancelled:
-            raise
-        except OfflineModeIsEnabled:
-            raise NotDownloaded(f"{f.label}: offline mode is on (HF_HUB_OFFLINE); unset it to download") from None
-        except LocalEntryNotFoundError as e:
-            raise _unavailable(e.__cause__ or e) from None
-        except HfHubHTTPError as e:
-            status = getattr(getattr(e, "response", None), "status_code", "?")
-            raise HubError(f"the model hub refused {f.label} (HTTP {status}): {e}") from None
-        except _network_errors() as e:
-            raise _unavailable(e) from None
+            paths[r.file] = _fetch_one(cache, r, state, cancelled)
         except OSError as e:
-            if "Consistency check failed" in str(e):
-                raise IntegrityError(
-                    f"{f.label}: the download was incomplete ({str(e).splitlines()[0]}); nothing was kept — "
-                    "run the download again"
-                ) from None
-            raise
-        if r.commit and f.revision != r.commit:
-            _record_ref(plan.cache_dir, f, r.commit)
-        if verify:
-            verify_file(Path(path), r.size, r.etag, f.label)
-        # a file served without progress (tiny, or already in the blob store) still counts
-        state.done = before + (r.size or state.file_bytes)
-        state.file_bytes = r.size or state.file_bytes
+            raise cache_error(e, cache, f"the download of {r.file.label}") from None
+        state.file_bytes = r.size
         state.report(finished=True)
-        paths[f] = Path(path)
+        state.before += r.size
     return paths
 
 
-def _record_ref(cache_dir: Path, f: HubFile, commit: str) -> None:
-    """We download by commit (so HEAD and GET see the same version); keep refs/<revision> pointing at it
-    so later lookups by branch name find the file offline."""
-    from huggingface_hub.file_download import repo_folder_name  # noqa: PLC0415 - huggingface_hub: slow import
-
-    ref = Path(cache_dir) / repo_folder_name(repo_id=f.repo_id, repo_type="model") / "refs" / f.revision
-    try:
-        ref.parent.mkdir(parents=True, exist_ok=True)
-        if not ref.is_file() or ref.read_text().strip() != commit:
-            ref.write_text(commit)
-    except OSError:
-        pass
-
-
 def download_files(files: Sequence[HubFile], progress: Optional[ProgressFn] = None, cancel: CancelLike = None,
-                   local_files_only: Optional[bool] = None, verify: bool = True) -> list:
+                   local_files_only: Optional[bool] = None, verify: bool = True) -> dict:
     """prepare + download in one call; returns {HubFile: local path}."""
     plan = prepare(files, local_files_only=local_files_only)
     return download(plan, progress, cancel, verify)
@@ -530,20 +610,22 @@ def download_files(files: Sequence[HubFile], progress: Optional[ProgressFn] = No
 
 def remove_files(files: Iterable[HubFile], keep: Iterable[HubFile] = (), dry_run: bool = False) -> int:
     """Delete cached files (all cached revisions of each) with huggingface_hub's cache tools;
-    files also listed in ``keep`` survive. Returns the bytes freed (expected, when dry_run)."""
+    files also listed in ``keep`` survive, and so does anything a link resolves to outside the cache.
+    Returns the bytes freed (expected, when dry_run)."""
     from huggingface_hub import scan_cache_dir  # noqa: PLC0415 - huggingface_hub: slow import
     from huggingface_hub.errors import CacheNotFound  # noqa: PLC0415 - huggingface_hub: slow import
 
     cache = hf_cache_dir()
     try:
         info = scan_cache_dir(cache)
-    except CacheNotFound:
+    except (CacheNotFound, OSError):
         return 0
     kept = {(k.repo_id, k.filename) for k in keep}
     wanted = {(f.repo_id, f.filename) for f in files} - kept
     selected = [cf for repo in info.repos if repo.repo_type == "model"
                 for rev in repo.revisions for cf in rev.files
-                if (repo.repo_id, cf.file_name) in wanted or (repo.repo_id, _rel(cf, rev)) in wanted]
+                if ((repo.repo_id, cf.file_name) in wanted or (repo.repo_id, _rel(cf, rev)) in wanted)
+                and hub_cache.inside(cf.blob_path, cache)]
     if not selected:
         return 0
     strategy = info.delete_files(*selected)
