@@ -66,6 +66,10 @@ class Studio:
         self._replaying: Optional[tuple] = None
 
     # ------------------------------------------------------------------ requests
+    def new_group(self) -> int:
+        """A fresh ``Job.group`` for jobs that are one request (Esc stops them together): a Sweep's."""
+        return next(self._groups)
+
     def submit(self, prompt: str, settings: GenerationSettings, model: Optional[str]) -> Job:
         job = Job(prompt, settings, model, steps=self._path_for(prompt, settings))
         self.queue.add(job)
