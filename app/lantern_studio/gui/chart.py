@@ -7,7 +7,8 @@ arrive, and a point's marker (■ vanilla, ◆ exact speculative, ● LANTERN, �
 a run's measured speed-up against its vanilla run (a Compare makes one) is in its tooltip. Axes start at
 0 with room above the largest value, so one point or a few read sensibly. Hover a point for its settings;
 click it to load its prompt and settings into the controls. After a restart the chart refills from the
-history (the window hands it the model's saved runs).
+history (the window hands it the model's saved runs). The latest Sweep's rungs are joined by one line, in
+ladder order (:mod:`.state.sweep` says which points).
 """
 
 from __future__ import annotations
