@@ -34,6 +34,12 @@ def run_sweep(qtbot, w, axis: str, prompt: str = "a red heart"):
     return s
 
 
+def shown_whole(strip) -> bool:
+    """Every picture and caption of the strip inside its visible height (not clipped by its scroll area)."""
+    room = strip.scroll.viewport().height()
+    return all(cell.geometry().bottom() < room and cell.view.height() >= 48 for cell in strip.cells)
+
+
 def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_rung_current(qtbot, tiny):
     w = open_window(qtbot, tiny)
     c = w.controls
@@ -64,7 +70,7 @@ def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_r
             assert text.startswith(f"δ {rung.value:g}\n") and f"{base / rung.result.stats['wall_seconds']:.2f}×" in text
         assert "fid" not in text  # the tiny model has no recogniser
         assert all(line.shown_text() == line.text() for line in cell.lines), text  # whole, not elided
-    assert "Sweep δ (seed 4321) · 6 of 6 done" in strip.title.text()
+    assert "Sweep δ (seed 4321) · 6 of 6 done" in strip.title.text() and shown_whole(strip)
     # the chart: a point per run, and the five rungs joined in ladder order
     assert len(w.chart.points) == 6
     xs, ys = w.chart.curve.getData()
@@ -87,6 +93,7 @@ def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_r
     assert all(r.job.settings.delta == pytest.approx(0.3) for r in t.rungs)
     assert [p.settings.k for p in w.chart.model.curve] == [2, 4, 8, 16, 32] and len(w.chart.points) == 12
     assert strip.cells[0].caption().startswith("vanilla") and strip.cells[1].caption().startswith("k 2\n")
+    assert shown_whole(strip)  # a second strip is as tall as the first (it was clipped to one line once)
     # ✕ hides the strip; the next sweep shows it again
     qtbot.mouseClick(strip.close_button, Qt.MouseButton.LeftButton)
     assert not strip.isVisibleTo(w)

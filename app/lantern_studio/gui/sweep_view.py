@@ -144,10 +144,10 @@ class SweepStrip(QWidget):
 
     def _fit_scroll(self) -> None:
         """The strip as tall as its pictures and captions, with room for the sideways scroll bar."""
-        inner = self.scroll.widget()
-        inner.adjustSize()
+        # from the cells' own hints: cells just added are not shown yet, so the row's hint would leave them out
+        tallest = max([cell.sizeHint().height() for cell in self.cells] + [0])
         bar = self.scroll.horizontalScrollBar().sizeHint().height()
-        self.scroll.setFixedHeight(inner.sizeHint().height() + bar)
+        self.scroll.setFixedHeight(tallest + bar)
 
     def show_frame(self, index: int, frame: Frame) -> None:
         self._fixed[index], self._total = frame.n_fixed, frame.total
