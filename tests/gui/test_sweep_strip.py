@@ -151,3 +151,36 @@ def test_with_a_recogniser_the_captions_give_its_verdict_and_the_curve_is_in_fid
         assert cell.caption().endswith(f"fid {100 * rung.result.score:.0f}%")
     _xs, ys = w.chart.curve.getData()
     assert list(ys) == pytest.approx([100 * r.result.score for r in s.rungs[1:]])
+
+
+@pytest.mark.parametrize("window_height, compact", [(600, True), (1080, False)])
+def test_a_small_window_gets_captions_beside_the_pictures_a_tall_one_over_them(qtbot, window_height, compact):
+    from lantern_studio.engine.settings import GenerationSettings
+    from lantern_studio.gui.state.sweep import SweepSet
+    from lantern_studio.gui.sweep_view import PICTURE_LARGE, PICTURE_SMALL, SweepStrip
+
+    strip = SweepStrip()
+    qtbot.addWidget(strip)
+    strip.resize(900 if compact else 1000, 300)
+    strip.show()
+    s = SweepSet.of(1, "delta", "a cat", GenerationSettings(drafter="jacobi", k=64, delta=0.2), delta_ladder(0.2),
+                    quality=True)
+    strip.fit(window_height)
+    strip.start(s, 256)
+    qtbot.wait(20)
+    assert strip.compact == compact and len(strip.cells) == 6 and shown_whole(strip)
+    for rung, cell in zip(s.rungs, strip.cells):
+        line, view = cell.lines[0], cell.view
+        if compact:  # beside: the caption right of the picture, the picture at 1×
+            assert line.x() >= view.x() + view.width() and view.height() == PICTURE_SMALL
+        else:  # over: the caption above the picture, the picture at 2×
+            assert line.y() + line.height() <= view.y() and view.height() == PICTURE_LARGE
+        assert cell.caption() == s.caption(rung) == f"{s.label(rung)}\nwaiting"
+    # the strip is a few lines tall whatever it holds: compact, it leaves the canvas most of a small column
+    assert strip.sizeHint().height() <= (120 if compact else 240)
+    # the widest caption a rung gets is shown whole
+    strip.cells[0].set_caption("vanilla\n12.34 tok/fwd\nbaseline · fid 100%", "")
+    strip.cells[1].set_caption("δ 0.25\n12.34 tok/fwd\n10.00× · fid 100%", "")
+    qtbot.wait(20)
+    for cell in strip.cells[:2]:
+        assert all(line.shown_text() == line.text() for line in cell.lines), cell.caption()

@@ -84,7 +84,7 @@ class SweepControl(QObject):
         self.sweep = sweep
         for job in sweep.jobs:
             w.studio.queue.add(job)
-        self.strip.fit_height(w.height())
+        self.strip.fit(w.height())
         self.strip.start(sweep, info.grid ** 2 if info is not None else 0)
         self.strip.show()
         w.chart.set_curve([])

@@ -1,7 +1,8 @@
 """A Sweep as a strip of pictures under the canvas: the vanilla run, then one picture per rung of the ladder,
 each captioned with its value, tokens per forward, speed-up against the vanilla run and the recogniser's
-verdict, and filled in while it decodes (the strip scrolls sideways where the canvas column is too narrow for
-every picture with its caption whole). Clicking a finished one asks the window to make it the current
+verdict, and filled in while it decodes. A small window gets the compact strip (each picture at 1× with its
+caption beside it), a tall one the pictures at 2× under their captions; the strip scrolls sideways where the
+canvas column is too narrow for every picture with its caption whole. Clicking a finished one asks the window to make it the current
 picture (``chosen``); ✕ hides the strip. It owns no decisions: the sweep's state (:mod:`.state.sweep`) says what
 each picture holds and which one was chosen, ``gui/sweep_control.py`` says when to redraw."""
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QFrame, QHBoxLayout, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
 from .canvas import to_qimage
 from .elided_label import ElidedLabel
@@ -19,46 +20,64 @@ from .state.sweep import SweepSet
 from .variations_view import CHOSEN_STYLE, PLAIN_STYLE, CellView
 
 LINES = 3  # a caption's lines: the value; tokens per forward; speed-up and fidelity
-SMALL_WINDOW = 800  # a window less tall than this (px) gets pictures at 1×, a taller one at 2×
+# A window less tall than this (px) gets the compact strip: each picture at 1× with its caption beside it, so
+# that the canvas keeps most of the column (captions over the pictures took 40 % of it at 900×600); a taller
+# window gets the pictures at 2× with their captions over them, all six side by side at 1920×1080
+SMALL_WINDOW = 800
 PICTURE_SMALL, PICTURE_LARGE = 68, 132  # the pictures' height: a 64-px picture at 1× or 2×, with a margin
 CELL_LEAST = QSize(48, 40)
-# the widest caption lines a rung gets (its value is shorter): a picture is at least this wide, and the strip
-# scrolls sideways where the canvas column is narrower than all of them (a small window)
-WIDEST_LINES = ("0.00 tok/fwd", "00.00× · fid 100%")
+# the widest caption lines a rung gets (its value is shorter): its caption is at least this wide, and the strip
+# scrolls sideways where the canvas column is narrower than all of them
+WIDEST_LINES = ("0.00 tok/fwd", "00.00× · fid 100%", "baseline · fid 100%")
 
 
-def picture_height(window_height: int) -> int:
-    """The strip's picture height in a window ``window_height`` px tall: the canvas keeps most of a small one."""
-    return PICTURE_SMALL if window_height < SMALL_WINDOW else PICTURE_LARGE
+def compact(window_height: int) -> bool:
+    """Whether a window ``window_height`` px tall gets the compact strip (captions beside the pictures)."""
+    return window_height < SMALL_WINDOW
 
 
 class SweepCell(QFrame):
-    """One rung: its caption lines over its picture."""
+    """One rung: its caption lines over its picture, or beside it (``compact``)."""
 
     clicked = Signal(int)
 
-    def __init__(self, index: int, parent=None):
+    def __init__(self, index: int, compact: bool = False, parent=None):
         super().__init__(parent)
         self.index = index
         self.setObjectName("variationCell")  # the ×4 grid's frame styles
         self._chosen = False
         self.setStyleSheet(PLAIN_STYLE)
-        lay = QVBoxLayout(self)
+        lay = QBoxLayout(QBoxLayout.Direction.LeftToRight if compact else QBoxLayout.Direction.TopToBottom, self)
         lay.setContentsMargins(3, 2, 3, 3)
-        lay.setSpacing(0)
+        lay.setSpacing(4 if compact else 2)
+        text = QVBoxLayout()
+        text.setContentsMargins(0, 0, 0, 0)
+        text.setSpacing(0)
         self.lines: List[ElidedLabel] = []
         for i in range(LINES):
             line = ElidedLabel("")
             line.setObjectName("" if i == 0 else "muted")
-            lay.addWidget(line)
+            text.addWidget(line)
             self.lines.append(line)
+        for line in self.lines:
+            line.ensurePolished()  # the theme's font, not the default one, measures the captions
+        widest = max(line.fontMetrics().horizontalAdvance(t) for t in WIDEST_LINES for line in self.lines) + 8
         self.view = CellView()
         self.view.least = CELL_LEAST
         self.view.setMinimumSize(CELL_LEAST)
-        self.view.setFixedHeight(PICTURE_SMALL)
         self.view.clicked.connect(lambda: self.clicked.emit(self.index))
-        lay.addSpacing(2)
-        lay.addWidget(self.view)
+        if compact:
+            self.view.setFixedSize(PICTURE_SMALL, PICTURE_SMALL)
+            text.addStretch(1)
+            lay.addWidget(self.view)
+            lay.addLayout(text, 1)
+            for line in self.lines:
+                line.setMinimumWidth(widest)
+        else:
+            self.view.setFixedHeight(PICTURE_LARGE)
+            lay.addLayout(text)
+            lay.addWidget(self.view)
+            self.setMinimumWidth(widest + 6)
         self.image = None  # the picture shown, (H, W, 3) uint8
 
     def caption(self) -> str:
@@ -121,22 +140,23 @@ class SweepStrip(QWidget):
         self._fixed: List[Optional[int]] = []
         self._total = 0
         self._overlay = False
-        self._height = PICTURE_SMALL
+        self.compact = True  # captions beside the pictures (a small window): see fit
 
     def start(self, sweep: SweepSet, total: int = 0) -> None:
         """A sweep begins: one empty, captioned picture per rung (the vanilla run first)."""
-        for cell in self.cells:
-            self.row.removeWidget(cell)
-            cell.deleteLater()
+        while self.row.count():  # the last sweep's cells (and the stretch after them)
+            old = self.row.takeAt(0).widget()
+            if old is not None:
+                old.deleteLater()
         self.cells = []
         for rung in sweep.rungs:
-            cell = SweepCell(rung.index)
+            cell = SweepCell(rung.index, self.compact)
             cell.clicked.connect(self.chosen)
             cell.view.overlay = self._overlay
-            cell.view.setFixedHeight(self._height)
-            cell.setMinimumWidth(max(cell.fontMetrics().horizontalAdvance(t) for t in WIDEST_LINES) + 12)
-            self.row.addWidget(cell, 1)
+            self.row.addWidget(cell, 0 if self.compact else 1)
             self.cells.append(cell)
+        if self.compact:
+            self.row.addStretch(1)  # the cells keep their width, packed to the left
         self.sweep, self._total, self._fixed = sweep, total, [None] * len(sweep.rungs)
         self.setToolTip(sweep.help())
         self.refresh()
@@ -165,14 +185,10 @@ class SweepStrip(QWidget):
             cell.set_chosen(rung.index == s.chosen)
         self.title.setText(s.summary())
 
-    def fit_height(self, window_height: int) -> None:
-        """Pictures at 1× in a small window, 2× in a tall one."""
-        h = picture_height(window_height)
-        if h != self._height:
-            self._height = h
-            for cell in self.cells:
-                cell.view.setFixedHeight(h)
-            self._fit_scroll()
+    def fit(self, window_height: int) -> None:
+        """The layout of the next strip: compact in a small window (captions beside pictures at 1×), else
+        captions over pictures at 2×."""
+        self.compact = compact(window_height)
 
     def set_overlay(self, on: bool) -> None:
         self._overlay = bool(on)
