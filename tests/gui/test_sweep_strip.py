@@ -15,6 +15,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 
 from lantern_studio.gui.state.sweep import delta_ladder, k_ladder  # noqa: E402
+from lantern_studio.gui.sweep_view import PICTURE_SMALL  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 from support.studio import WAIT, on_steps, open_window  # noqa: E402
 
@@ -71,6 +72,10 @@ def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_r
         assert "fid" not in text  # the tiny model has no recogniser
         assert all(line.shown_text() == line.text() for line in cell.lines), text  # whole, not elided
     assert "Sweep δ (seed 4321) · 6 of 6 done" in strip.title.text() and shown_whole(strip)
+    # this small window's strip: each picture at 1× beside its caption (not squeezed once a picture is in), and
+    # scrolled along as the rungs decoded, so the last one is in view
+    assert strip.compact and all(cell.view.height() == PICTURE_SMALL for cell in strip.cells)
+    assert not strip.cells[-1].visibleRegion().isEmpty()
     # the chart: a point per run, and the five rungs joined in ladder order
     assert len(w.chart.points) == 6
     xs, ys = w.chart.curve.getData()
@@ -157,7 +162,7 @@ def test_with_a_recogniser_the_captions_give_its_verdict_and_the_curve_is_in_fid
 def test_a_small_window_gets_captions_beside_the_pictures_a_tall_one_over_them(qtbot, window_height, compact):
     from lantern_studio.engine.settings import GenerationSettings
     from lantern_studio.gui.state.sweep import SweepSet
-    from lantern_studio.gui.sweep_view import PICTURE_LARGE, PICTURE_SMALL, SweepStrip
+    from lantern_studio.gui.sweep_view import PICTURE_LARGE, SweepStrip
 
     strip = SweepStrip()
     qtbot.addWidget(strip)

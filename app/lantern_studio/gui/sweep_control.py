@@ -100,9 +100,11 @@ class SweepControl(QObject):
         return self.sweep.rung_of(job.id) if self.sweep is not None else None
 
     def _started(self, job: Job) -> None:
-        if self.sweep is not None and self.sweep.started(job) is not None:
+        rung = self.sweep.started(job) if self.sweep is not None else None
+        if rung is not None:
             self._entry_before = self.window.last_entry
             self.strip.refresh()
+            self.strip.follow(rung.index)  # a narrow strip scrolls along as the rungs decode
 
     def _frame(self, f: Frame) -> None:
         rung = self.sweep.rung_of(f.job_id) if self.sweep is not None else None

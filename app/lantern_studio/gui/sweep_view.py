@@ -63,9 +63,10 @@ class SweepCell(QFrame):
             line.ensurePolished()  # the theme's font, not the default one, measures the captions
         widest = max(line.fontMetrics().horizontalAdvance(t) for t in WIDEST_LINES for line in self.lines) + 8
         self.view = CellView()
-        self.view.least = CELL_LEAST
-        self.view.setMinimumSize(CELL_LEAST)
         self.view.clicked.connect(lambda: self.clicked.emit(self.index))
+        # its least size is what every new picture keeps it at (ImageView sets its minimum to ``least``)
+        self.view.least = QSize(PICTURE_SMALL, PICTURE_SMALL) if compact else QSize(CELL_LEAST.width(), PICTURE_LARGE)
+        self.view.setMinimumSize(self.view.least)
         if compact:
             self.view.setFixedSize(PICTURE_SMALL, PICTURE_SMALL)
             text.addStretch(1)
@@ -161,6 +162,11 @@ class SweepStrip(QWidget):
         self.setToolTip(sweep.help())
         self.refresh()
         self._fit_scroll()
+
+    def follow(self, index: int) -> None:
+        """Scroll the strip to rung ``index`` (the one that starts decoding)."""
+        if 0 <= index < len(self.cells):
+            self.scroll.ensureWidgetVisible(self.cells[index])
 
     def _fit_scroll(self) -> None:
         """The strip as tall as its pictures and captions, with room for the sideways scroll bar."""
