@@ -155,6 +155,5 @@ class SweepControl(QObject):
         what = "the vanilla run" if rung.vanilla else value_text(s.axis, rung.value)
         w.stats.show_record(entry.record, entry.decisions, f"{s.title} · {what} · seed {rung.job.settings.seed}")
         self.strip.refresh()
-        w.statusBar().showMessage(f"{s.title}: {what} of “{rung.job.prompt}” (seed {rung.job.settings.seed}) is the "
-                                  "current picture; Generate draws it again", 8000)
+        w.statusBar().showMessage(f"{s.title}: {what} (seed {rung.job.settings.seed}) is the current picture", 8000)
         return True

@@ -66,10 +66,6 @@ class Studio:
         self._replaying: Optional[tuple] = None
 
     # ------------------------------------------------------------------ requests
-    def new_group(self) -> int:
-        """A fresh ``Job.group`` for jobs that are one request (Esc stops them together): a Sweep's."""
-        return next(self._groups)
-
     def submit(self, prompt: str, settings: GenerationSettings, model: Optional[str]) -> Job:
         job = Job(prompt, settings, model, steps=self._path_for(prompt, settings))
         self.queue.add(job)
@@ -137,6 +133,10 @@ class Studio:
         if self.race is not None and self.race.group == job.group:
             return self.race
         return self.pairs.get(job.group)
+
+    def new_group(self) -> int:
+        """A fresh ``Job.group`` for jobs that are one request (Esc stops them together): a Sweep's."""
+        return next(self._groups)
 
     # ------------------------------------------------------------------ the worker's answers
     def started(self, job: Job) -> Target:
