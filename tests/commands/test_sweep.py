@@ -121,6 +121,7 @@ def test_with_a_recogniser_the_table_gives_its_verdict(tiny, tmp_path, capsys, m
     (["--delta", "0,0.1", "--k", "2,4"], "error: --delta and --k: sweep one of them"),
     (["--k", "64"], "error: --k: k: must be in [0, 63], got 64"),  # past this model's codebook: after loading it
     (["--drafter", "none"], "error: --drafter: a sweep compares drafting against vanilla"),
+    (["--cfg", "500"], "error: --cfg: cfg_scale: must be in [0, 100], got 500"),  # the other flags: as generate's
 ])
 def test_bad_values_get_one_line_naming_the_field_and_write_nothing(tiny, tmp_path, capsys, argv, line):
     out = tmp_path / "bad"

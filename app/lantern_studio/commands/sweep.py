@@ -37,6 +37,9 @@ SHEET_FONT_SIZE = 14
 WARM_STEPS = 4  # decoding steps of each path before the clock starts
 
 
+FLAGS = {"cfg_scale": "--cfg"}  # a settings field → the flag that sets it, where the names differ
+
+
 class SweepError(ValueError):
     """Bad input to the command, in one line naming the flag."""
 
@@ -132,7 +135,7 @@ def plan(base: GenerationSettings, deltas: Optional[list], ks: Optional[list],
         try:
             run.settings.validate(vocab_size)
         except SettingsError as e:
-            flag = {"delta": "--delta", "k": "--k"}.get(e.field, f"--{e.field.replace('_', '-')}")
+            flag = FLAGS.get(e.field, f"--{e.field.replace('_', '-')}")
             raise SweepError(f"{flag}: {e}") from None
     return axis, [Run(r.name, r.value, r.settings.validate(vocab_size)) for r in runs]
 
