@@ -13,6 +13,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import __version__
+from .commands import sweep as sweep_cmd
 from .devices import DeviceError, pick_device
 from .doctor import qt_platform_problem, x_display_unreachable
 from .engine.checkpoints import CheckpointError
@@ -20,7 +21,7 @@ from .engine.files import atomic_write
 from .engine.precision import PrecisionError
 from .engine.sampling import DistributionError
 from .engine.settings import SettingsError
-from .engine.text import PromptError
+from .engine.text import PromptError, check_prompt
 from .export import ExportError, save_png
 from .models import load_pipeline
 from .threads import configure_decode_threads
@@ -118,6 +119,56 @@ def cmd_generate(args) -> int:
             print(f"drew: {result.note}")
         print(f"wrote {out}  ({stats['tokens']} tokens, {stats['target_forwards'] + 1} target forwards, "
               f"{stats['mean_accepted_length']:.2f} tokens/forward, {stats['wall_seconds']:.2f} s, {pipe.precision})")
+    return 0
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def cmd_sweep(args) -> int:
+    """The studio's Sweep from the command line (commands/sweep.py): a table, the PNGs and a contact sheet."""
+    out = Path(args.out)
+    try:
+        check_prompt(args.prompt)
+        deltas, ks = sweep_cmd.parse_values("--delta", args.delta), sweep_cmd.parse_values("--k", args.k)
+        sweep_cmd.check_early(deltas, ks)
+    except (sweep_cmd.SweepError, PromptError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.overwrite)):
+        why = "is not a folder" if not out.is_dir() else "already holds files (pass --overwrite to replace them)"
+        print(f"error: --out {out} {why}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    configure_decode_threads()
+    try:
+        pipe = load_pipeline(args.model, device=pick_device(args.device), precision=args.precision)
+        base = settings_from_args(pipe.defaults, argparse.Namespace(**{**vars(args), "k": None, "delta": None}))
+        axis, runs = sweep_cmd.plan(base, deltas, ks, pipe.vocab_size)
+        bar = tqdm(total=pipe.gpt.block_size * len(runs), unit="tok", desc="sweep", file=sys.stderr,
+                   disable=args.quiet)
+        decoded = sweep_cmd.decode(pipe, args.prompt, runs, on_event=lambda ev: bar.update(len(ev.positions)),
+                                   on_run=lambda run: bar.set_description(run.name))
+        bar.close()
+    except (sweep_cmd.SweepError, SettingsError, PromptError, CheckpointError, DeviceError, PrecisionError,
+            DistributionError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    rows = sweep_cmd.rows_of(decoded)
+    quality = pipe.scorer is not None
+    try:
+        written = sweep_cmd.write(out, rows, quality, args.prompt, args.overwrite)
+    except ExportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk, a read-only folder
+        print(f"error: could not write into {out}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    if decoded[0]["record"].get("understood_as"):
+        print(f"drew: {decoded[0]['record']['understood_as']}")
+    print(f"{pipe.name} · sweep of {axis} · seed {runs[0].settings.seed} · {pipe.precision}")
+    print(sweep_cmd.table(rows, quality))
+    if not args.quiet:
+        print(f"wrote {len(written)} files into {out} (contact sheet: {out / sweep_cmd.SHEET})")
     return 0
 
 
@@ -229,6 +280,24 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--stats-json", default=None, help="also write settings and stats as JSON here")
     gen.add_argument("--quiet", action="store_true")
     gen.set_defaults(func=cmd_generate)
+
+    sw = sub.add_parser("sweep", conflict_handler="resolve",  # --k and --delta take lists here
+                        help="one prompt and seed at several δ (or k) values and vanilla: a table and a contact sheet",
+                        description="Decode one prompt and seed once without a drafter (vanilla) and once per value "
+                                    "of --delta or --k (several values for one of them); print tokens per forward, "
+                                    "speed-up against the vanilla run and prompt fidelity, and write each PNG and a "
+                                    "captioned contact sheet into --out.")
+    sw.add_argument("prompt")
+    add_sampling_arguments(sw)
+    sw.add_argument("--delta", default=None, metavar="D1,D2,…",
+                    help="δ values, comma-separated, e.g. 0,0.1,0.2,0.5 (default: the model's δ)")
+    sw.add_argument("--k", default=None, metavar="K1,K2,…",
+                    help="k values, comma-separated, e.g. 16,64,256 (default: the model's k); several values for "
+                         "one of --delta and --k")
+    sw.add_argument("--out", required=True, metavar="DIR", help="folder for the PNGs, contact-sheet.png and sweep.json")
+    sw.add_argument("--overwrite", action="store_true", help="replace what DIR holds from an earlier sweep")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=cmd_sweep)
 
     _add_module(sub, "bench", ".eval.bench", "speed and quality of decoding methods side by side")
     _add_module(sub, "bench-scale", ".eval.scale",

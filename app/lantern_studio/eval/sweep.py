@@ -23,7 +23,7 @@ import numpy as np
 
 from ..engine.files import atomic_write
 from ..reports import reference_of
-from .bench.summary import _ratio, speed_fields
+from .bench.summary import ratio, speed_fields
 from .metrics import frechet_distance, prompt_fidelity
 from .plots import tradeoff_plot
 
@@ -71,14 +71,14 @@ def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entrie
     ratios, dratios, per_prompt = [], [], []
     for r, sec, dsec in zip(rows, secs, dsecs):
         v = (vanilla or {}).get(pair_key(r))
-        ratio = _ratio(float(v["seconds"]), sec) if v is not None and sec > 0 else None
-        if ratio is not None:
-            ratios.append(ratio)
+        speedup = ratio(float(v["seconds"]), sec) if v is not None and sec > 0 else None
+        if speedup is not None:
+            ratios.append(speedup)
             vd = float((v.get("stats") or {}).get("wall_seconds") or 0.0)
             if dsec > 0:
                 dratios.append(vd / dsec)
         x = r.get("stats") or {}
-        per_prompt.append({"prompt": r.get("prompt"), "seed": r.get("seed"), "seconds": sec, "speedup": ratio,
+        per_prompt.append({"prompt": r.get("prompt"), "seed": r.get("seed"), "seconds": sec, "speedup": speedup,
                            "tokens": x.get("tokens"), "target_forwards": (x.get("target_forwards") or 0) + 1,
                            "worker": r.get("worker"), "file": r.get("file"), "key": r.get("key")})
     settings = {k: v for k, v in (rows[0].get("settings") or {}).items() if k != "seed"} if rows else None

@@ -7,7 +7,8 @@ arrive, and a point's marker (■ vanilla, ◆ exact speculative, ● LANTERN, �
 a run's measured speed-up against its vanilla run (a Compare makes one) is in its tooltip. Axes start at
 0 with room above the largest value, so one point or a few read sensibly. Hover a point for its settings;
 click it to load its prompt and settings into the controls. After a restart the chart refills from the
-history (the window hands it the model's saved runs).
+history (the window hands it the model's saved runs). The latest Sweep's rungs are joined by one line, in
+ladder order (:mod:`.state.sweep` says which points).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CMAP = pg.colormap.get("viridis")
 LAMBDA_COLOUR = QColor(230, 120, 200)
 SYMBOLS = {"vanilla": "s", "exact speculative": "d", "LANTERN": "o", "LANTERN++": "star"}  # by TradeoffPoint.kind
 KEY = "■ vanilla · ◆ exact · ● LANTERN · ★ LANTERN++"
+CURVE_COLOUR = QColor(240, 160, 48)  # a Sweep's line: the strip's chosen-cell orange
 
 
 def delta_colour(delta: float) -> QColor:
@@ -95,6 +97,10 @@ class TradeoffChart(QWidget):
             ax.setPen(pg.mkPen("#5a5c66"))
             ax.enableAutoSIPrefix(False)  # no "(x0.001)": values are plain ×, % or tokens
         self.plot.setMouseEnabled(x=False, y=False)  # fixed, readable ranges (set in _replot)
+        # the latest Sweep's rungs joined in ladder order (gui/state/sweep.py), under the points
+        self.curve = pg.PlotDataItem(pen=pg.mkPen(CURVE_COLOUR, width=2))
+        self.curve.setZValue(-1)
+        self.plot.addItem(self.curve)
         self.scatter = pg.ScatterPlotItem(hoverable=True, tip=self._tip, hoverSize=16)
         self.scatter.sigClicked.connect(self._clicked)
         self.plot.addItem(self.scatter)
@@ -163,6 +169,11 @@ class TradeoffChart(QWidget):
         self._replot()
         return pt
 
+    def set_curve(self, points: Iterable[TradeoffPoint]) -> None:
+        """A Sweep's rungs (their points, in ladder order), drawn as one line; [] removes it."""
+        self.model.set_curve(points)
+        self._replot()
+
     def add_records(self, records: Iterable[Tuple[dict, str]]) -> int:
         """Runs from elsewhere (the saved history, oldest first): (record, label) each; those whose record
         lacks the numbers are skipped. How many were added."""
@@ -185,6 +196,8 @@ class TradeoffChart(QWidget):
                          "settings": p.settings},
             })
         self.scatter.setData(spots)
+        curve = self.model.curve_placed()
+        self.curve.setData([x for x, _ in curve], [y for _, y in curve])
         x_top = axis_top(xs, 2.0)
         y_top = 100.0 if self.quality else axis_top(ys, 2.0)
         # from 0, with a sliver below it so a point at 0 (a 0 % fidelity) is drawn whole, not cut by the frame

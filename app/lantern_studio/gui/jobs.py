@@ -28,7 +28,7 @@ class Job:
     prompt: str
     settings: GenerationSettings
     model: Optional[str] = None  # model spec (models.resolve_spec): None = bundled, a folder, "tiny-demo", a Hub name
-    role: str = "single"  # "single" | "compare-vanilla" | "compare-current" | "variation" (Generate ×4)
+    role: str = "single"  # "single" | "compare-vanilla" | "compare-current" | "variation" (Generate ×4) | "sweep"
     group: Optional[int] = None  # compare pair id, or the Generate ×4 set's
     steps: Optional[str] = None  # "compiled" | "eager": decode on that path (a replayed record's); None: the choice
     id: int = field(default_factory=lambda: next(_ids))
@@ -48,7 +48,7 @@ class Job:
         if s.drafter != "none" and s.k > 0:
             how += f", k={s.k}, " + (f"λ={s.lam:g}" if s.lam is not None else f"δ={s.delta:g}")
         tag = {"compare-vanilla": " [compare: vanilla]", "compare-current": " [compare: current]",
-               "variation": " [×4]"}.get(self.role, "")
+               "variation": " [×4]", "sweep": " [sweep]"}.get(self.role, "")
         return f"#{self.id} “{text}” (seed {s.seed}, {how}){tag}"
 
 

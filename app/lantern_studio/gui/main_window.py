@@ -59,12 +59,14 @@ from .replay import ReplayError, recording_of
 from .replay_bar import ReplayBar
 from .state.compare import VANILLA
 from .state.studio import GRID, RACE, SINGLE, Studio, jsonable
+from .state.sweep import ROLE as SWEEP_ROLE
 from .state.tradeoff import MAX_HISTORY_POINTS
 from .state.variations import COUNT as VARIATIONS
 from .state.variations import ROLE as VARIATION_ROLE
 from .state.variations import Cell, VariationSet, fresh_seeds
 from .stats_panel import StatsPanel
 from .storage import Preferences, app_data_dir
+from .sweep_control import SweepControl
 from .variations_view import VariationsView
 
 MAX_RECENT_MODELS = 8
@@ -124,6 +126,7 @@ class MainWindow(QMainWindow):
         self._build()
         self._build_actions()
         self._connect()
+        self.sweeps = SweepControl(self)  # Generate ▸ Sweep δ / k and its strip; after _connect: it hears answers last
         self._restore(model)
         self.jobs.load_model(self.model_spec)
         if self.store.notices:  # a damaged history was repaired at opening: say what happened
@@ -684,6 +687,8 @@ class MainWindow(QMainWindow):
         if stopped and stopped[0].role == VARIATION_ROLE:  # a Generate ×4 is one request
             rest = f" and the {len(stopped) - 1} waiting" if len(stopped) > 1 else ""
             self.statusBar().showMessage(f"Cancelling the Generate ×4 (#{stopped[0].id}{rest})…")
+        elif stopped and stopped[0].role == SWEEP_ROLE:  # so is a Sweep
+            self.statusBar().showMessage(f"Cancelling the sweep (#{stopped[0].id} and {len(stopped) - 1} waiting)…")
         elif len(stopped) > 1 or (stopped and stopped[0].group is not None):  # a Compare is one request
             self.statusBar().showMessage(f"Cancelling the Compare (#{stopped[0].id} and its pair)…")
         elif stopped:

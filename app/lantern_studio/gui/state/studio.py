@@ -134,6 +134,10 @@ class Studio:
             return self.race
         return self.pairs.get(job.group)
 
+    def new_group(self) -> int:
+        """A fresh ``Job.group`` for jobs that are one request (Esc stops them together): a Sweep's."""
+        return next(self._groups)
+
     # ------------------------------------------------------------------ the worker's answers
     def started(self, job: Job) -> Target:
         """A job started: the canvas follows it, in the race view when it is half of a Compare, in the grid

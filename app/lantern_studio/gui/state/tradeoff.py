@@ -96,6 +96,7 @@ class Placed:
 class Tradeoff:
     points: List[TradeoffPoint] = field(default_factory=list)
     quality: bool = False  # y is the fidelity score (the model has a recogniser)
+    curve: List[TradeoffPoint] = field(default_factory=list)  # the latest Sweep's rungs, joined in this order
 
     def add(self, point: TradeoffPoint) -> None:
         self.points.append(point)
@@ -107,6 +108,16 @@ class Tradeoff:
 
     def clear(self) -> None:
         self.points.clear()
+        self.curve = []
+
+    def set_curve(self, points) -> None:
+        """The latest Sweep's rungs (gui/state/sweep.py), in ladder order: drawn as one line."""
+        self.curve = list(points)
+
+    def curve_placed(self) -> List[Tuple[float, float]]:
+        """The curve's vertices, at (tokens per forward, y) as the points are placed; rungs without a y
+        value in these units are left out (as their points are)."""
+        return [(p.tokens_per_forward, y) for p in self.curve for y in [self.y_of(p)] if y is not None]
 
     def _link(self) -> None:
         """Each point's speed-up against the most recent vanilla run of its key (a later one replaces it)."""

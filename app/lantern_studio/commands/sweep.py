@@ -1,0 +1,280 @@
+"""``lantern-studio sweep PROMPT --delta 0,0.1,0.2,0.5 --k 64 --out DIR``: the studio's Sweep from the command line.
+
+One prompt and seed decoded once with no drafter (vanilla: the baseline) and once per value of the swept setting
+(δ or k; the other one fixed), one after the other in this process. Prints one row per run: its value, tokens
+per target forward, speed-up against the vanilla run of the same seed (wall time of the decode, as the studio's
+strip and chart measure it) and the recogniser's verdict (prompt fidelity, the studio's measure) where the model
+ships a recogniser; writes each picture as a PNG with its settings embedded, a contact sheet (every picture
+captioned with its row) and the rows as JSON into DIR.
+
+The rows' numbers are the batch sweep's statistics (``eval/sweep.py``: the bench's definitions) over one
+(prompt, seed) pair. The argument wiring is ``cli.py``'s, beside ``generate``; this module runs the sweep.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from .. import fidelity
+from ..engine.files import atomic_write
+from ..engine.settings import GenerationSettings, SettingsError
+from ..eval import sweep as sweep_report
+from ..export import save_png, upscale
+
+DELTA, K = "delta", "k"
+MAX_VALUES = 32  # values of one sweep: each is a decode
+SHEET = "contact-sheet.png"
+REPORT = "sweep.json"
+SHEET_SCALE = 4  # a 64-px picture is 256 px on the sheet
+SHEET_COLUMNS = 6
+SHEET_FONT_SIZE = 14
+WARM_STEPS = 4  # decoding steps of each path before the clock starts
+
+
+FLAGS = {"cfg_scale": "--cfg"}  # a settings field → the flag that sets it, where the names differ
+
+
+class SweepError(ValueError):
+    """Bad input to the command, in one line naming the flag."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One decode of the sweep: vanilla (``value`` None) or one value of the swept setting."""
+
+    name: str  # "vanilla", "delta 0.1", "k 64": the table's value column, the PNG's name
+    value: Optional[float]
+    settings: GenerationSettings
+
+
+@dataclass
+class Row:
+    run: Run
+    image: np.ndarray
+    record: dict
+    tokens_per_forward: Optional[float]
+    speedup: Optional[float]  # vanilla's decode seconds over this run's; 1 for the vanilla run
+    seconds: float
+    fidelity: Optional[float]  # the recogniser's probability; None without one (or for a prompt it cannot judge)
+
+
+def parse_values(flag: str, text: Optional[str]) -> Optional[list]:
+    """``--delta 0,0.1,0.2`` → [0.0, 0.1, 0.2]; ``--k 16,64`` → [16, 64] (repeats dropped, order kept); None when
+    the flag was not given."""
+    if text is None:
+        return None
+    kind, cast = ("a whole number", int) if flag == "--k" else ("a number", float)
+    parts = [p.strip() for p in str(text).split(",")]
+    if not any(parts):
+        raise SweepError(f"{flag}: no values (give one or more, comma-separated, e.g. {flag} "
+                         f"{'16,64,256' if flag == '--k' else '0,0.1,0.2'})")
+    if len(parts) > MAX_VALUES:
+        raise SweepError(f"{flag}: {len(parts)} values (at most {MAX_VALUES}: each is a decode)")
+    values: list = []
+    for p in parts:
+        try:
+            v = cast(p)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError
+        except ValueError:
+            shown = repr(p) if len(p) <= 20 else repr(p[:17] + "...")
+            raise SweepError(f"{flag}: {shown} is not {kind}") from None
+        if v not in values:
+            values.append(v)
+    return values
+
+
+def check_early(deltas: Optional[list], ks: Optional[list]) -> None:
+    """Out-of-range values, named, before a model loads (the engine's validation; k's upper end, the codebook
+    size, is checked again once the model is loaded)."""
+    for flag, field, values in (("--delta", DELTA, deltas), ("--k", K, ks)):
+        for v in values or ():
+            try:
+                GenerationSettings().with_(**{field: v}).validate(None)
+            except SettingsError as e:
+                raise SweepError(f"{flag}: {e}") from None
+    if deltas is not None and ks is not None and len(deltas) > 1 and len(ks) > 1:
+        raise SweepError("--delta and --k: sweep one of them (several values for one, at most one for the other)")
+
+
+def value_name(axis: str, value) -> str:
+    return f"{axis} {value:g}"
+
+
+def plan(base: GenerationSettings, deltas: Optional[list], ks: Optional[list],
+         vocab_size: Optional[int]) -> tuple[str, List[Run]]:
+    """(the swept setting, the runs: vanilla first, then one per value in the order given). One of ``deltas``
+    and ``ks`` may hold several values; a missing one is the base settings'. Every run's settings pass the
+    engine's validation (``vocab_size`` None: before the model is loaded, k's upper end is not known yet)."""
+    if deltas is not None and ks is not None and len(deltas) > 1 and len(ks) > 1:
+        raise SweepError("--delta and --k: sweep one of them (several values for one, at most one for the other)")
+    axis = K if ks is not None and len(ks) > 1 else DELTA
+    fixed = {}
+    if axis == K:
+        values = ks
+        if deltas is not None:
+            fixed[DELTA] = deltas[0]
+    else:
+        values = deltas if deltas is not None else [base.delta]
+        if ks is not None:
+            fixed[K] = ks[0]
+    settings = base.with_(**fixed)
+    if settings.drafter == "none":
+        raise SweepError("--drafter: a sweep compares drafting against vanilla decoding: pick a drafter "
+                         "(jacobi, eagle or heads)")
+    runs = [Run("vanilla", None, settings.with_(drafter="none"))]
+    for v in values:
+        runs.append(Run(value_name(axis, v), v, settings.with_(**{axis: v})))
+    for run in runs:
+        try:
+            run.settings.validate(vocab_size)
+        except SettingsError as e:
+            flag = FLAGS.get(e.field, f"--{e.field.replace('_', '-')}")
+            raise SweepError(f"{flag}: {e}") from None
+    return axis, [Run(r.name, r.value, r.settings.validate(vocab_size)) for r in runs]
+
+
+def warm(pipe, prompt: str, runs: Sequence[Run], steps: int = WARM_STEPS) -> None:
+    """Before any clock starts: what a first decode would load (the text encoder, the neighbour table) and a
+    few steps of each path the sweep decodes on (vanilla, drafting), so that no run's time holds a path's
+    first-call cost (which made the first vanilla run look slow and every speed-up too large)."""
+    pipe.warm_up(decode_steps=0)
+    paths = {}
+    for run in runs:
+        paths.setdefault(run.settings.drafter, run.settings)
+    for settings in paths.values():
+        decoding, _conditioning = pipe.decoding(prompt, settings)
+        for i, _event in enumerate(decoding):
+            if i + 1 >= steps:
+                break
+
+
+def decode(pipe, prompt: str, runs: Sequence[Run], on_event: Optional[Callable] = None,
+           on_run: Optional[Callable[[Run], None]] = None) -> List[dict]:
+    """Each run through the pipeline, in order, after warming its paths: [{"run", "image", "record", "score"}]."""
+    warm(pipe, prompt, runs)
+    out = []
+    for run in runs:
+        if on_run is not None:
+            on_run(run)
+        result = pipe.generate(prompt, run.settings, on_event=on_event)
+        stats = result.stats.to_dict()
+        stats["precision"] = pipe.precision
+        score = pipe.scorer(result.image, prompt) if pipe.scorer is not None else None
+        record = {"prompt": prompt, "understood_as": result.note, "model": pipe.name,
+                  "settings": run.settings.to_dict(), "stats": stats, "sweep": run.name}
+        if score is not None:
+            record[fidelity.KEY] = float(score)
+        out.append({"run": run, "image": result.image, "record": record, "score": score})
+    return out
+
+
+def rows_of(decoded: Sequence[dict]) -> List[Row]:
+    """The table's rows, with the batch sweep's statistics (eval/sweep.py) over this one prompt and seed:
+    speed-ups against the vanilla run (the first) by decode wall time, tokens per forward with the prefill's."""
+    entries, groups = {}, []
+    for i, d in enumerate(decoded):
+        rec = d["record"]
+        key = f"{i}:{d['run'].name}"
+        entries[key] = {"prompt": rec["prompt"], "seed": rec["settings"]["seed"], "settings": rec["settings"],
+                        "stats": rec["stats"], "seconds": float(rec["stats"]["wall_seconds"])}
+        groups.append({"name": d["run"].name, "family": "vanilla" if i == 0 else None, "changes": {}, "keys": [key]})
+    report = sweep_report.build_report(groups, entries)
+    rows = []
+    for d, r in zip(decoded, report["methods"]):
+        rows.append(Row(d["run"], d["image"], d["record"], r["mean_accepted_length"],
+                        1.0 if r["reference"] else r["decode_speedup_median"],
+                        float(d["record"]["stats"]["wall_seconds"]), d["score"]))
+    return rows
+
+
+def _f(x, spec: str) -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def table(rows: Sequence[Row], quality: bool) -> str:
+    """value · tokens/forward · speed-up vs vanilla (same seed) · seconds · fidelity, one line per run."""
+    head = ["value", "tokens/forward", "speed-up", "seconds", fidelity.NAME]
+    body = [[r.run.name, _f(r.tokens_per_forward, ".2f"),
+             "baseline" if r.run.value is None else _f(r.speedup, ".2f") + ("×" if r.speedup is not None else ""),
+             f"{r.seconds:.3f}", fidelity.format_value(r.fidelity) if quality else "— (no recogniser)"]
+            for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(line, widths)))
+             for line in [head] + body]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    seed = rows[0].run.settings.seed if rows else None
+    lines.append(f"speed-up: the vanilla run's decode seconds over each run's, same prompt, seed {seed} and sampling"
+                 + (f"; {fidelity.HELP}" if quality else ""))
+    return "\n".join(lines)
+
+
+def caption(row: Row, quality: bool) -> List[str]:
+    """A contact-sheet cell's lines (ASCII: the sheet's font has no δ or ×)."""
+    speed = "baseline" if row.run.value is None else ("-" if row.speedup is None else f"{row.speedup:.2f}x vanilla")
+    lines = [row.run.name, f"{_f(row.tokens_per_forward, '.2f')} tok/fwd", speed]
+    if quality:
+        lines.append(f"fidelity {fidelity.format_value(row.fidelity)}")
+    return lines
+
+
+def contact_sheet(images: Sequence[np.ndarray], captions: Sequence[Sequence[str]], title: str = "",
+                  scale: int = SHEET_SCALE, columns: int = SHEET_COLUMNS) -> Image.Image:
+    """Every picture (crisp, ``scale`` ×) with its caption lines under it, ``columns`` to a row, under a title line."""
+    font = ImageFont.load_default(size=SHEET_FONT_SIZE)
+    line_h = SHEET_FONT_SIZE + 4
+    pad = 8
+    cells = [upscale(np.asarray(im), scale, "nearest") for im in images]
+    cw = max([c.width for c in cells] + [1])
+    ch = max([c.height for c in cells] + [1])
+    n_lines = max([len(c) for c in captions] + [1])
+    cols = max(1, min(columns, len(cells)))
+    n_rows = max(1, math.ceil(len(cells) / cols))
+    top = line_h + pad if title else 0
+    cell_h = ch + n_lines * line_h + pad
+    sheet = Image.new("RGB", (pad + cols * (cw + pad), pad + top + n_rows * (cell_h + pad)), (24, 24, 28))
+    draw = ImageDraw.Draw(sheet)
+    if title:
+        draw.text((pad, pad), title, fill=(230, 230, 236), font=font)
+    for i, (cell, lines) in enumerate(zip(cells, captions)):
+        x = pad + (i % cols) * (cw + pad)
+        y = pad + top + (i // cols) * (cell_h + pad)
+        sheet.paste(cell, (x + (cw - cell.width) // 2, y))
+        for j, line in enumerate(lines):
+            draw.text((x, y + ch + 4 + j * line_h), line, fill=(230, 230, 236) if j == 0 else (170, 172, 182),
+                      font=font)
+    return sheet
+
+
+def file_name(run: Run) -> str:
+    return run.name.replace(" ", "-") + ".png"
+
+
+def outputs(runs: Sequence[Run]) -> List[str]:
+    """The file names a sweep writes into its folder."""
+    return [file_name(r) for r in runs] + [SHEET, REPORT]
+
+
+def write(out: Path, rows: Sequence[Row], quality: bool, prompt: str, overwrite: bool) -> List[Path]:
+    """Each run's PNG (settings embedded), the contact sheet and the rows as JSON, into ``out``; the files.
+    A PNG already there is replaced only with ``overwrite`` (ExportError)."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [save_png(out / file_name(r.run), r.image, r.record, overwrite=overwrite) for r in rows]
+    seed = rows[0].run.settings.seed if rows else None
+    sheet = contact_sheet([r.image for r in rows], [caption(r, quality) for r in rows],
+                          title=f"{prompt!r} - seed {seed}")
+    sheet_path = out / SHEET
+    atomic_write(sheet_path, lambda tmp: sheet.save(tmp, format="PNG"))
+    written.append(sheet_path)
+    report = {"schema": "lantern-studio-sweep-one/1", "prompt": prompt, "seed": seed,
+              "rows": [{"value": r.run.name, "settings": r.record["settings"], "tokens_per_forward": r.tokens_per_forward,
+                        "speedup": r.speedup, "seconds": r.seconds, fidelity.KEY: r.fidelity, "file": file_name(r.run)}
+                       for r in rows]}
+    written.append(sweep_report.write_json(report, out / REPORT))
+    return written

@@ -1,0 +1,287 @@
+"""Sweep δ and Sweep k: the current prompt and seed decoded at a ladder of values of one setting around the
+slider's, plus one vanilla run of the same seed (the baseline each rung's speed-up is measured against), one
+after the other in the one worker thread; shown as a strip of captioned pictures under the canvas
+(``gui/sweep_view.py``) and as one curve on the trade-off chart.
+
+The ladder, around the slider's setting ``v`` (the one definition; the README and the menu's tooltip say it):
+
+* δ: 0, v/2, v, 1.5·v, 2.5·v, clipped to the slider's range [0, 1] and rounded to its 4 decimals, repeats
+  dropped (v = 1 gives 0, 0.5, 1). A setting of 0 has no neighbourhood to scale: the ladder is then
+  :data:`DELTA_FROM_ZERO`.
+* k: v/4, v/2, v, 2·v, 4·v, rounded to whole numbers and clipped to [1, V−1] (V the codebook size), repeats
+  dropped. k = 0 (exact) sweeps around :data:`K_FROM_ZERO`.
+
+The vanilla run goes first, so each rung's speed-up (vanilla's wall time over the rung's, same prompt, seed and
+sampling) is known the moment the rung ends. A set knows which job is which rung, how far each got, its history
+row once saved, the picture a person chose, and the curve's points (the rungs' trade-off points in ladder order;
+the vanilla run is a point of its own, not on the curve).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence
+
+from ... import fidelity
+from ...engine.settings import GenerationSettings
+from ..jobs import Job, JobResult
+from .tradeoff import TradeoffPoint, point_of
+
+ROLE = "sweep"  # Job.role of every job of a sweep, its vanilla run included
+DELTA, K = "delta", "k"
+AXES = (DELTA, K)
+SYMBOL = {DELTA: "δ", K: "k"}
+DELTA_RANGE = (0.0, 1.0)  # the δ slider's range (and the engine's: engine/settings.py)
+DELTA_DECIMALS = 4  # the δ slider's precision
+DELTA_STEPS = (0.0, 0.5, 1.0, 1.5, 2.5)  # × the setting
+K_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0)  # × the setting
+DELTA_FROM_ZERO = (0.0, 0.05, 0.1, 0.2, 0.4)  # the δ ladder when δ is 0
+K_FROM_ZERO = 16  # the k ladder's centre when k is 0
+ENDED = ("done", "cancelled", "failed")
+
+
+def delta_ladder(delta: float) -> List[float]:
+    """The δ values a Sweep δ decodes around the setting ``delta``, ascending (see the module's docstring)."""
+    lo, hi = DELTA_RANGE
+    if delta <= 0:
+        values = DELTA_FROM_ZERO
+    else:
+        values = [min(hi, max(lo, round(f * float(delta), DELTA_DECIMALS))) for f in DELTA_STEPS]
+    return sorted(set(float(v) for v in values))
+
+
+def k_ladder(k: int, vocab_size: int) -> List[int]:
+    """The k values a Sweep k decodes around the setting ``k`` for a codebook of ``vocab_size``, ascending."""
+    top = max(1, int(vocab_size) - 1)
+    centre = int(k) if k > 0 else K_FROM_ZERO
+    return sorted({min(top, max(1, int(round(f * centre)))) for f in K_STEPS})
+
+
+def ladder(axis: str, settings: GenerationSettings, vocab_size: Optional[int]) -> list:
+    if axis == DELTA:
+        return delta_ladder(settings.delta)
+    if axis == K:
+        if vocab_size is None:
+            raise ValueError("the k ladder needs the codebook size")
+        return k_ladder(settings.k, vocab_size)
+    raise ValueError(f"no such sweep: {axis!r} (one of {', '.join(AXES)})")
+
+
+def problem(axis: str, settings: GenerationSettings, vocab_size: Optional[int]) -> Optional[str]:
+    """Why a sweep of ``axis`` would show nothing with these settings, in one line; None when it can run."""
+    name = f"Sweep {SYMBOL.get(axis, axis)}"
+    if axis not in AXES:
+        return f"There is no sweep of {axis!r}: sweep δ or k."
+    if settings.drafter == "none":
+        return f"{name} compares drafting against vanilla decoding: pick a drafter first."
+    if axis == DELTA and settings.lam is not None:
+        return f"{name}: the bound is LANTERN++ (λ), which does not use δ; pick the LANTERN bound, or sweep k."
+    if axis == DELTA and settings.k == 0:
+        return f"{name} needs k > 0: with k = 0 decoding is exact and δ changes nothing."
+    if axis == K and (settings.lam == 1.0 or (settings.lam is None and settings.delta == 0)):
+        return f"{name} needs a budget (δ > 0, or λ > 1): without one every k decodes exactly."
+    if axis == K and vocab_size is None:
+        return f"{name} waits for the model: its codebook size bounds k."
+    return None
+
+
+def value_text(axis: str, value) -> str:
+    return f"{SYMBOL[axis]} {value:g}"
+
+
+@dataclass
+class Rung:
+    index: int  # its place in the strip: 0 is the vanilla run, then the ladder ascending
+    value: Optional[float]  # the swept setting's value; None for the vanilla run
+    job: Job
+    state: str = "waiting"  # waiting | running | done | cancelled | failed
+    result: Optional[JobResult] = None
+    record: Optional[dict] = None  # the JSON-ready generation record, once done
+    entry_id: Optional[int] = None  # its history row, once saved
+
+    @property
+    def vanilla(self) -> bool:
+        return self.value is None
+
+    @property
+    def done(self) -> bool:
+        return self.state == "done"
+
+    @property
+    def wall(self) -> Optional[float]:
+        return None if self.result is None else float(self.result.stats["wall_seconds"])
+
+    @property
+    def tokens_per_forward(self) -> Optional[float]:
+        """Tokens per target forward, the prefill's forward included (as the chart's x and the bench's)."""
+        return None if self.result is None else float(self.result.stats["mean_accepted_length"])
+
+    @property
+    def score(self) -> Optional[float]:
+        return None if self.result is None else self.result.score
+
+
+@dataclass
+class SweepSet:
+    group: int  # Job.group of its jobs: Esc stops the running one and takes the waiting ones off
+    axis: str  # DELTA | K
+    prompt: str
+    rungs: List[Rung] = field(default_factory=list)  # the vanilla run first, then the ladder ascending
+    quality: bool = False  # the model has a recogniser: captions give its verdict
+    chosen: Optional[int] = None  # the rung a person made the current picture
+
+    @classmethod
+    def of(cls, group: int, axis: str, prompt: str, settings: GenerationSettings, values: Sequence,
+           model: Optional[str] = None, quality: bool = False) -> "SweepSet":
+        """The jobs of a sweep of ``axis`` over ``values``: the vanilla run of ``settings`` (no drafter, the
+        same seed and sampling), then one job per value with ``settings`` changed only there."""
+        cast = float if axis == DELTA else int
+        rungs = [Rung(0, None, Job(prompt, settings.with_(drafter="none"), model, ROLE, group))]
+        for i, v in enumerate(values, 1):
+            rungs.append(Rung(i, cast(v), Job(prompt, settings.with_(**{axis: cast(v)}), model, ROLE, group)))
+        return cls(group, axis, prompt, rungs, quality)
+
+    @property
+    def jobs(self) -> List[Job]:
+        """Every job of the sweep, in the order they are queued (the vanilla run first)."""
+        return [r.job for r in self.rungs]
+
+    @property
+    def values(self) -> list:
+        return [r.value for r in self.rungs if not r.vanilla]
+
+    @property
+    def baseline(self) -> Rung:
+        return self.rungs[0]
+
+    @property
+    def title(self) -> str:
+        return f"Sweep {SYMBOL[self.axis]}"
+
+    def rung_of(self, job_id: int) -> Optional[Rung]:
+        return next((r for r in self.rungs if r.job.id == job_id), None)
+
+    @property
+    def running(self) -> Optional[Rung]:
+        return next((r for r in self.rungs if r.state == "running"), None)
+
+    @property
+    def ended(self) -> bool:
+        """Every rung finished, was cancelled or failed: nothing more will fill in."""
+        return all(r.state in ENDED for r in self.rungs)
+
+    # ------------------------------------------------------------------ the worker's answers
+    def started(self, job: Job) -> Optional[Rung]:
+        rung = self.rung_of(job.id)
+        if rung is not None:
+            rung.state = "running"
+        return rung
+
+    def finished(self, result: JobResult, record: dict) -> Optional[Rung]:
+        rung = self.rung_of(result.job.id)
+        if rung is not None:
+            rung.state, rung.result, rung.record = "done", result, record
+        return rung
+
+    def stopped(self, job: Job, how: str) -> Optional[Rung]:
+        """``job`` was cancelled or failed (``how``)."""
+        rung = self.rung_of(job.id)
+        if rung is not None:
+            rung.state = how
+        return rung
+
+    def saved(self, job: Job, entry_id: int) -> None:
+        rung = self.rung_of(job.id)
+        if rung is not None:
+            rung.entry_id = entry_id
+
+    def forget_unqueued(self, queued: Callable[[Job], bool]) -> List[Rung]:
+        """The waiting rungs whose jobs left the queue without running (Esc took the group off, Cancel all
+        emptied the queue) are cancelled; those rungs."""
+        gone = [r for r in self.rungs if r.state == "waiting" and not queued(r.job)]
+        for r in gone:
+            r.state = "cancelled"
+        return gone
+
+    def choose(self, index: int) -> Optional[Rung]:
+        """A person clicked rung ``index``: it becomes the chosen one when it is done (a picture to show);
+        None (and nothing changes) when it is still decoding, stopped, or not a rung."""
+        if not 0 <= index < len(self.rungs) or not self.rungs[index].done:
+            return None
+        self.chosen = index
+        return self.rungs[index]
+
+    # ------------------------------------------------------------------ numbers
+    def speedup(self, rung: Rung) -> Optional[float]:
+        """The vanilla run's wall time over ``rung``'s (1 for the vanilla run itself); None until both are done."""
+        base = self.baseline
+        if not (rung.done and base.done) or not rung.wall:
+            return None
+        return base.wall / rung.wall
+
+    def label(self, rung: Rung) -> str:
+        return "vanilla" if rung.vanilla else value_text(self.axis, rung.value)
+
+    def row(self, rung: Rung) -> dict:
+        """What the strip's caption and the command's table say of a rung: its value, tokens per forward,
+        speed-up against the vanilla run and the recogniser's verdict (None where unknown)."""
+        return {"value": self.label(rung), "tokens_per_forward": rung.tokens_per_forward,
+                "speedup": self.speedup(rung), "fidelity": rung.score}
+
+    def caption(self, rung: Rung, n_fixed: Optional[int] = None, total: Optional[int] = None) -> str:
+        """The rung's lines over its picture: its value; then how far it got, or, once done, its tokens per
+        forward, and its speed-up against the vanilla run with the recogniser's verdict (fidelity)."""
+        head = self.label(rung)
+        if rung.state == "running":
+            return head + "\n" + (f"{100 * n_fixed // total}%" if n_fixed is not None and total else "starting…")
+        if not rung.done:
+            return f"{head}\n{rung.state}"
+        row = self.row(rung)
+        speed = "baseline" if rung.vanilla else ("—" if row["speedup"] is None else f"{row['speedup']:.2f}×")
+        if self.quality:  # short: a strip picture may be 90 px wide (the tooltip says it in full)
+            speed += f" · fid {fidelity.format_value(row['fidelity'])}"
+        return "\n".join([head, f"{row['tokens_per_forward']:.2f} tok/fwd", speed])
+
+    def tooltip(self, rung: Rung) -> str:
+        """A rung's whole story, for the caption's tooltip."""
+        lines = [f"{self.title} · {self.label(rung)} · seed {rung.job.settings.seed}", f"state: {rung.state}"]
+        if rung.done:
+            row = self.row(rung)
+            lines.append(f"{row['tokens_per_forward']:.2f} tokens per target forward (the prefill's included)")
+            lines.append(f"{rung.wall:.2f} s" + ("" if row["speedup"] is None or rung.vanilla else
+                                                 f" · {row['speedup']:.2f}× the speed of the vanilla run"))
+            if self.quality:
+                lines.append(f"{fidelity.NAME} {fidelity.format_value(row['fidelity'])}: the recogniser's "
+                             "probability that the picture shows what the prompt asks for")
+            lines.append("click: make it the current picture")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """The strip's title line: what is swept, how far the set got, what a click or Esc does now."""
+        done = sum(r.done for r in self.rungs)
+        counts = [f"{done} of {len(self.rungs)} done"]
+        stopped = sum(r.state in ("cancelled", "failed") for r in self.rungs)
+        if stopped:
+            counts.append(f"{stopped} stopped")
+        hint = "Esc stops the rest" if not self.ended else ("click one to pick it" if done else "none finished")
+        return f"{self.title} (seed {self.baseline.job.settings.seed}) · " + ", ".join(counts) + " · " + hint
+
+    def curve(self) -> List[TradeoffPoint]:
+        """The chart's curve: the finished rungs' trade-off points (from their records, as the chart places
+        every run), in ladder order; the vanilla run is not on it (it is its own point)."""
+        points = []
+        for r in self.rungs:
+            if r.vanilla or not r.done or r.record is None:
+                continue
+            p = point_of(r.record, self.label(r), r.job.settings)
+            if p is not None:
+                points.append(p)
+        return points
+
+    def help(self) -> str:
+        return (f"{self.title}: the current prompt and seed decoded at a ladder of {SYMBOL[self.axis]} values around "
+                "the slider's, after one vanilla run of the same seed (the baseline of every speed-up). Each picture "
+                "says its value, tokens per target forward, its speed-up against the vanilla run"
+                + (" and the recogniser's verdict" if self.quality else "")
+                + "; the chart joins the rungs as one curve. Click a finished one to make it the current picture. "
+                "Esc stops the running one and the waiting ones.")

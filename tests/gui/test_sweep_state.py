@@ -1,0 +1,185 @@
+"""Sweep δ / Sweep k's state (gui/state/sweep.py), as plain Python: the ladder around the slider's value, the
+job set (the vanilla run first), which result belongs to which rung, the captions' numbers and the chart's
+curve — no QApplication, no worker, no model."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lantern_studio.engine.settings import GenerationSettings
+from lantern_studio.gui.jobs import JobResult
+from lantern_studio.gui.state.queue import QueueState
+from lantern_studio.gui.state.studio import Studio, jsonable
+from lantern_studio.gui.state.sweep import (
+    DELTA, DELTA_FROM_ZERO, K, K_FROM_ZERO, ROLE, SweepSet, delta_ladder, k_ladder, ladder, problem,
+)
+from lantern_studio.gui.state.tradeoff import Tradeoff
+
+BASE = GenerationSettings(drafter="jacobi", k=64, delta=0.2, seed=1234, temperature=0.9)
+
+
+def result(job, wall: float, tpf: float, score=None) -> JobResult:
+    stats = {"wall_seconds": wall, "target_forwards": int(16 / tpf) - 1, "mean_accepted_length": tpf,
+             "tokens": 16, "tokens_per_second": 16 / wall}
+    return JobResult(job, np.zeros((8, 8, 3), np.uint8), np.zeros(16, np.int64), np.zeros(16, np.uint8), stats, "",
+                     "m", score=score)
+
+
+def test_importing_the_sweep_state_imports_no_qt():
+    code = ("import sys\nimport lantern_studio.gui.state.sweep\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# ------------------------------------------------------------------------------------------- the ladder
+
+
+@pytest.mark.parametrize("delta, want", [
+    (0.2, [0.0, 0.1, 0.2, 0.3, 0.5]),
+    (0.5, [0.0, 0.25, 0.5, 0.75, 1.0]),  # 2.5 × 0.5 clipped to the slider's 1
+    (1.0, [0.0, 0.5, 1.0]),  # 1.5 and 2.5 × clip to 1: repeats dropped
+    (0.0123, [0.0, 0.0062, 0.0123, 0.0185, 0.0307]),  # the slider's 4 decimals
+    (0.0, list(DELTA_FROM_ZERO)),  # nothing to scale: the fixed ladder
+])
+def test_the_delta_ladder_is_fractions_of_the_setting_clipped_to_the_slider(delta, want):
+    assert delta_ladder(delta) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("k, vocab, want", [
+    (64, 1024, [16, 32, 64, 128, 256]),
+    (64, 100, [16, 32, 64, 99]),  # 2k and 4k clip to V − 1
+    (1, 64, [1, 2, 4]),  # ¼ and ½ of 1 clip to 1
+    (6, 64, [2, 3, 6, 12, 24]),  # rounded to whole numbers
+    (0, 64, [4, 8, K_FROM_ZERO, 32, 63]),  # exact: around K_FROM_ZERO
+    (3, 2, [1]),  # a two-token codebook has one k
+])
+def test_the_k_ladder_is_quarters_to_fourfold_clipped_to_the_codebook(k, vocab, want):
+    assert k_ladder(k, vocab) == want
+
+
+def test_every_ladder_is_ascending_in_range_and_holds_the_setting():
+    rng = random.Random(5)
+    for _ in range(500):
+        d = round(rng.random(), 4)
+        values = delta_ladder(d)
+        assert values == sorted(set(values)) and all(0.0 <= v <= 1.0 for v in values)
+        assert 0.0 in values and (d in values or d == 0)
+        vocab = rng.choice([2, 16, 64, 1024, 16384])
+        k = rng.randrange(0, vocab)
+        ks = k_ladder(k, vocab)
+        assert ks == sorted(set(ks)) and all(isinstance(v, int) and 1 <= v <= vocab - 1 for v in ks)
+        assert k == 0 or k in ks
+    assert ladder(DELTA, BASE, None) == delta_ladder(0.2) and ladder(K, BASE, 1024) == k_ladder(64, 1024)
+    with pytest.raises(ValueError):
+        ladder(K, BASE, None)
+
+
+def test_a_sweep_that_would_show_nothing_says_why_in_one_line():
+    assert problem(DELTA, BASE, 1024) is None and problem(K, BASE, 1024) is None
+    cases = {
+        (DELTA, BASE.with_(drafter="none")): "pick a drafter",
+        (K, BASE.with_(drafter="none")): "pick a drafter",
+        (DELTA, BASE.with_(k=0)): "k > 0",
+        (DELTA, BASE.with_(lam=2.0, bound="lantern++")): "LANTERN++",
+        (K, BASE.with_(delta=0.0)): "δ > 0",
+        (K, BASE.with_(lam=1.0, bound="lantern++")): "δ > 0",
+        (K, BASE): "waits for the model",  # with no codebook size yet (vocab None below)
+    }
+    for (axis, s), words in cases.items():
+        why = problem(axis, s, None if (axis, s) == (K, BASE) else 1024)
+        assert why is not None and words in why and "\n" not in why, (axis, s, why)
+    assert problem(K, BASE.with_(delta=0.0, lam=2.0, bound="lantern++"), 1024) is None  # λ is a budget
+
+
+# ------------------------------------------------------------------------------------------- the job set
+
+
+def test_the_job_set_is_the_vanilla_run_then_one_job_per_rung_of_one_group():
+    studio = Studio()
+    group = studio.new_group()
+    assert studio.new_group() != group  # a fresh id each time: never another request's
+    s = SweepSet.of(group, DELTA, "a cat", BASE, delta_ladder(BASE.delta), "m", quality=True)
+    jobs = s.jobs
+    assert [r.index for r in s.rungs] == list(range(6)) and s.values == [0.0, 0.1, 0.2, 0.3, 0.5]
+    assert jobs[0].settings == BASE.with_(drafter="none") and s.baseline.vanilla
+    for rung in s.rungs[1:]:
+        assert rung.job.settings == BASE.with_(delta=rung.value)  # only δ differs: same seed and sampling
+    assert all(j.group == group and j.role == ROLE and j.prompt == "a cat" and j.model == "m" for j in jobs)
+    assert len({j.id for j in jobs}) == 6 and "[sweep]" in jobs[1].label()
+    ks = SweepSet.of(group, K, "a cat", BASE, [16, 64], None)
+    assert [r.job.settings.k for r in ks.rungs[1:]] == [16, 64] and all(isinstance(v, int) for v in ks.values)
+
+
+def test_results_land_on_their_rungs_whatever_order_they_end_in_and_the_speedups_are_against_vanilla():
+    s = SweepSet.of(1, DELTA, "a cat", BASE, [0.0, 0.1, 0.2], quality=True)
+    v, r0, r1, r2 = s.rungs
+    assert s.summary().startswith("Sweep δ (seed 1234) · 0 of 4 done") and "Esc stops the rest" in s.summary()
+    # a rung that ends before the vanilla run (a re-ordered queue) has no speed-up until the baseline is in
+    for rung, wall, tpf, score in [(r1, 0.5, 2.0, 0.4), (v, 1.0, 1.0, 0.6), (r0, 0.8, 1.25, 0.6)]:
+        s.started(rung.job)
+        assert s.running is rung and "starting…" in s.caption(rung) and "50%" in s.caption(rung, 8, 16)
+        res = result(rung.job, wall, tpf, score)
+        assert s.finished(res, jsonable(res.record())) is rung and rung.result is res
+        if rung is r1:
+            assert s.speedup(r1) is None and "—" in s.caption(r1)
+    assert s.speedup(v) == pytest.approx(1.0) and s.speedup(r1) == pytest.approx(2.0)
+    assert s.speedup(r0) == pytest.approx(1.25)
+    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\n2.00× · fid 40%"
+    assert s.caption(v) == "vanilla\n1.00 tok/fwd\nbaseline · fid 60%"
+    assert s.row(r0) == {"value": "δ 0", "tokens_per_forward": 1.25, "speedup": pytest.approx(1.25), "fidelity": 0.6}
+    assert s.caption(r2) == "δ 0.2\nwaiting" and not s.ended
+    s.quality = False  # a model without a recogniser: no verdict
+    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\n2.00×" and "fidelity" not in s.tooltip(r1)
+    assert s.stopped(r2.job, "failed") is r2 and s.ended and s.caption(r2) == "δ 0.2\nfailed"
+    assert "3 of 4 done, 1 stopped" in s.summary() and "click one" in s.summary()
+    other = SweepSet.of(2, DELTA, "x", BASE, [0.1])
+    assert s.rung_of(other.jobs[1].id) is None and s.started(other.jobs[1]) is None  # another sweep's job
+
+
+def test_the_curve_joins_the_finished_rungs_in_ladder_order_and_leaves_vanilla_out():
+    s = SweepSet.of(1, K, "a cat", BASE, [16, 64, 256], quality=True)
+    v, a, b, c = s.rungs
+    for rung, wall, tpf, score in [(c, 0.4, 3.0, 0.1), (v, 1.0, 1.0, 0.7), (a, 0.9, 1.5, 0.65)]:
+        res = result(rung.job, wall, tpf, score)
+        s.finished(res, jsonable(res.record()))
+    curve = s.curve()
+    assert [p.settings.k for p in curve] == [16, 256] and [p.label for p in curve] == ["k 16", "k 256"]
+    chart = Tradeoff(quality=True)
+    chart.set_curve(curve)
+    assert chart.curve_placed() == [(1.5, pytest.approx(65.0)), (3.0, pytest.approx(10.0))]
+    chart.quality = False  # y is tokens per second without a recogniser
+    assert chart.curve_placed() == [(1.5, pytest.approx(16 / 0.9)), (3.0, pytest.approx(16 / 0.4))]
+    res = result(b.job, 0.6, 2.0, None)  # a rung the recogniser cannot judge: no y while y is fidelity
+    s.finished(res, jsonable(res.record()))
+    chart.quality = True
+    chart.set_curve(s.curve())
+    assert [p.settings.k for p in chart.curve] == [16, 64, 256] and [x for x, _ in chart.curve_placed()] == [1.5, 3.0]
+    chart.clear()
+    assert chart.curve == [] and chart.curve_placed() == []
+
+
+def test_waiting_rungs_taken_off_the_queue_are_cancelled_and_only_finished_ones_can_be_chosen():
+    q = QueueState()
+    s = SweepSet.of(3, DELTA, "a cat", BASE, [0.0, 0.2])
+    for job in s.jobs:
+        q.add(job)
+    running = q.take_next()
+    s.started(running)
+    assert s.forget_unqueued(lambda j: q.position(j) is not None) == []
+    assert s.choose(0) is None and s.choose(9) is None and s.chosen is None  # still decoding; not a rung
+    stopped = q.cancel_with_group()  # Esc: the running vanilla run and the two waiting rungs
+    assert [j.id for j in stopped] == [j.id for j in s.jobs]
+    gone = s.forget_unqueued(lambda j: q.position(j) is not None or (q.current is not None and q.current.id == j.id))
+    assert [r.index for r in gone] == [1, 2] and [r.state for r in s.rungs] == ["running", "cancelled", "cancelled"]
+    s.stopped(running, "cancelled")
+    assert s.ended and s.choose(0) is None and "none finished" in s.summary()
+    t = SweepSet.of(4, DELTA, "a cat", BASE, [0.2])
+    res = result(t.rungs[1].job, 0.5, 2.0)
+    t.finished(res, jsonable(res.record()))
+    assert t.choose(1) is t.rungs[1] and t.chosen == 1

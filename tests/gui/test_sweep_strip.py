@@ -1,0 +1,191 @@
+"""Generate ▸ Sweep δ / Sweep k on a tiny model (pytest-qt, offscreen): the vanilla run and the ladder decode in
+the window's one queue into a strip of captioned pictures, the rungs join as one curve on the trade-off chart,
+a click makes a rung the current picture, and Esc stops the whole sweep."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import Qt  # noqa: E402
+
+from lantern_studio.gui.state.sweep import delta_ladder, k_ladder  # noqa: E402
+from lantern_studio.gui.sweep_view import PICTURE_SMALL  # noqa: E402
+from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
+from support.studio import WAIT, on_steps, open_window  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
+
+
+def run_sweep(qtbot, w, axis: str, prompt: str = "a red heart"):
+    w.controls.set_prompt(prompt)
+    w.sweeps.actions[axis].trigger()  # Generate ▸ Sweep δ / Sweep k
+    s = w.sweeps.sweep
+    assert s is not None and s.prompt == prompt, w.banner.text()
+    qtbot.waitUntil(lambda: s.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.wait(20)
+    return s
+
+
+def shown_whole(strip) -> bool:
+    """Every picture and caption of the strip inside its visible height (not clipped by its scroll area)."""
+    room = strip.scroll.viewport().height()
+    return all(cell.geometry().bottom() < room and cell.view.height() >= 48 for cell in strip.cells)
+
+
+def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_rung_current(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    generate = next(a.menu() for a in w.menuBar().actions() if a.menu() and w.generate_action in a.menu().actions())
+    assert all(w.sweeps.actions[axis] in generate.actions() for axis in ("delta", "k"))
+    assert w.sweeps.actions["delta"].text().startswith("Sweep δ") and w.sweeps.actions["k"].text().startswith("Sweep k")
+    c.new_seed.setChecked(True)  # a sweep keeps the seed shown whatever New seed each Generate says
+    c.seed.setValue(4321)
+    c.delta.setValue(0.2)
+    frames = []
+    w.jobs.answers.frame.connect(lambda f: frames.append(f.job_id))
+    s = run_sweep(qtbot, w, "delta")
+    assert s.values == delta_ladder(0.2) == [0.0, 0.1, 0.2, 0.3, 0.5]
+    assert [j.id for j in w.started_jobs] == [j.id for j in s.jobs]  # the vanilla run first, then the ladder
+    assert all(j.settings.seed == 4321 for j in s.jobs) and c.seed.value() == 4321
+    assert s.jobs[0].settings.drafter == "none" and all(r.done for r in s.rungs)
+    # the strip: one picture per rung, filled in as it decoded, captioned with the state's numbers
+    strip = w.sweeps.strip
+    assert strip.isVisibleTo(w) and len(strip.cells) == 6 and all(j.id in frames for j in s.jobs)
+    base = s.baseline.result.stats["wall_seconds"]
+    for rung, cell in zip(s.rungs, strip.cells):
+        assert np.array_equal(cell.image, rung.result.image)
+        text = cell.caption()
+        assert text == s.caption(rung) and f"{rung.result.stats['mean_accepted_length']:.2f} tok/fwd" in text
+        if rung.vanilla:
+            assert text.startswith("vanilla") and "baseline" in text
+        else:
+            assert text.startswith(f"δ {rung.value:g}\n") and f"{base / rung.result.stats['wall_seconds']:.2f}×" in text
+        assert "fid" not in text  # the tiny model has no recogniser
+        assert all(line.shown_text() == line.text() for line in cell.lines), text  # whole, not elided
+    assert "Sweep δ (seed 4321) · 6 of 6 done" in strip.title.text() and shown_whole(strip)
+    # this small window's strip: each picture at 1× beside its caption (not squeezed once a picture is in), and
+    # scrolled along as the rungs decoded, so the last one is in view
+    assert strip.compact and all(cell.view.height() == PICTURE_SMALL for cell in strip.cells)
+    assert not strip.cells[-1].visibleRegion().isEmpty()
+    # the chart: a point per run, and the five rungs joined in ladder order
+    assert len(w.chart.points) == 6
+    xs, ys = w.chart.curve.getData()
+    rungs = s.rungs[1:]
+    assert list(xs) == pytest.approx([r.result.stats["mean_accepted_length"] for r in rungs])
+    assert list(ys) == pytest.approx([r.result.stats["tokens_per_second"] for r in rungs])
+    # a click on δ 0.3: the canvas, the slider, the stats and the history selection show it
+    rung = s.rungs[4]
+    qtbot.mouseClick(strip.cells[4].view, Qt.MouseButton.LeftButton)
+    assert s.chosen == 4 and strip.cells[4].chosen and not strip.cells[3].chosen
+    assert w.views.currentWidget() is w.single_view and np.array_equal(w.canvas.image, rung.result.image)
+    assert c.delta.value() == pytest.approx(0.3) and c.seed.value() == 4321 and not c.new_seed.isChecked()
+    assert w.gallery.selected().id == rung.entry_id and w.finished_record["settings"]["delta"] == pytest.approx(0.3)
+    assert w.stats.run_label.text().startswith("Sweep δ · δ 0.3 · seed 4321")
+    assert "δ 0.3" in w.statusBar().currentMessage()
+    # Sweep k from there: around the slider's k, clipped to the codebook; a new strip and a new curve
+    c.k.setValue(8)
+    t = run_sweep(qtbot, w, "k")
+    assert t.values == k_ladder(8, 64) == [2, 4, 8, 16, 32] and len(strip.cells) == 6
+    assert all(r.job.settings.delta == pytest.approx(0.3) for r in t.rungs)
+    assert [p.settings.k for p in w.chart.model.curve] == [2, 4, 8, 16, 32] and len(w.chart.points) == 12
+    assert strip.cells[0].caption().startswith("vanilla") and strip.cells[1].caption().startswith("k 2\n")
+    assert shown_whole(strip)  # a second strip is as tall as the first (it was clipped to one line once)
+    # ✕ hides the strip; the next sweep shows it again
+    qtbot.mouseClick(strip.close_button, Qt.MouseButton.LeftButton)
+    assert not strip.isVisibleTo(w)
+
+
+def test_a_sweep_that_cannot_show_anything_says_why_and_queues_nothing(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    w.controls.set_prompt("a red heart")
+    w.controls.k.setValue(0)  # exact: δ changes nothing
+    w.sweeps.actions["delta"].trigger()
+    assert w.sweeps.sweep is None and not w.jobs.busy and "k > 0" in w.banner.text()
+    w.controls.k.setValue(8)
+    w.controls.delta.setValue(0.0)  # no budget: every k decodes exactly
+    w.sweeps.actions["k"].trigger()
+    assert w.sweeps.sweep is None and not w.jobs.busy and "δ > 0" in w.banner.text()
+    w.controls.delta.setValue(0.1)
+    w.controls.set_prompt("   ")  # the prompt's own check, as Generate's
+    w.sweeps.actions["k"].trigger()
+    assert w.sweeps.sweep is None and not w.jobs.busy and "\n" not in w.banner.text() and "prompt" in w.banner.text()
+
+
+def test_esc_stops_the_running_rung_and_takes_the_waiting_ones_off(qtbot, tiny, monkeypatch):
+    w = open_window(qtbot, tiny)
+    on_steps(monkeypatch, lambda job, ev: time.sleep(0.03))
+    w.controls.set_prompt("stop the sweep")
+    s = w.sweeps.start("delta")
+    qtbot.waitUntil(lambda: s.rungs[0].state == "running" and w.sweeps.strip.cells[0].image is not None,
+                    timeout=WAIT)
+    assert not w.sweeps.choose(0)  # still decoding
+    qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
+    assert "Cancelling the sweep" in w.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: s.ended and not w.jobs.busy, timeout=WAIT)
+    assert [j.id for j in w.started_jobs] == [s.jobs[0].id]  # the waiting rungs never ran
+    assert [r.state for r in s.rungs] == ["cancelled"] * len(s.rungs)
+    assert all(cell.caption().endswith("cancelled") for cell in w.sweeps.strip.cells)
+    assert "none finished" in w.sweeps.strip.title.text() and w.chart.model.curve == []
+
+
+def test_with_a_recogniser_the_captions_give_its_verdict_and_the_curve_is_in_fidelity(qtbot, tiny, monkeypatch):
+    from lantern_studio.gui import worker
+
+    real = worker.load_pipeline
+
+    def with_scorer(*args, **kwargs):  # a model folder that ships a recogniser (models/quality.py), faked
+        pipe = real(*args, **kwargs)
+        pipe.scorer = lambda image, prompt: float(np.asarray(image).mean()) / 255.0
+        return pipe
+
+    monkeypatch.setattr(worker, "load_pipeline", with_scorer)
+    w = open_window(qtbot, tiny)
+    assert w.model_info.has_score
+    s = run_sweep(qtbot, w, "delta")
+    for rung, cell in zip(s.rungs, w.sweeps.strip.cells):
+        assert rung.result.score == pytest.approx(rung.result.image.mean() / 255.0)
+        assert cell.caption().endswith(f"fid {100 * rung.result.score:.0f}%")
+    _xs, ys = w.chart.curve.getData()
+    assert list(ys) == pytest.approx([100 * r.result.score for r in s.rungs[1:]])
+
+
+@pytest.mark.parametrize("window_height, compact", [(600, True), (1080, False)])
+def test_a_small_window_gets_captions_beside_the_pictures_a_tall_one_over_them(qtbot, window_height, compact):
+    from lantern_studio.engine.settings import GenerationSettings
+    from lantern_studio.gui.state.sweep import SweepSet
+    from lantern_studio.gui.sweep_view import PICTURE_LARGE, SweepStrip
+
+    strip = SweepStrip()
+    qtbot.addWidget(strip)
+    strip.resize(900 if compact else 1000, 300)
+    strip.show()
+    s = SweepSet.of(1, "delta", "a cat", GenerationSettings(drafter="jacobi", k=64, delta=0.2), delta_ladder(0.2),
+                    quality=True)
+    strip.fit(window_height)
+    strip.start(s, 256)
+    qtbot.wait(20)
+    assert strip.compact == compact and len(strip.cells) == 6 and shown_whole(strip)
+    for rung, cell in zip(s.rungs, strip.cells):
+        line, view = cell.lines[0], cell.view
+        if compact:  # beside: the caption right of the picture, the picture at 1×
+            assert line.x() >= view.x() + view.width() and view.height() == PICTURE_SMALL
+        else:  # over: the caption above the picture, the picture at 2×
+            assert line.y() + line.height() <= view.y() and view.height() == PICTURE_LARGE
+        assert cell.caption() == s.caption(rung) == f"{s.label(rung)}\nwaiting"
+    # the strip is a few lines tall whatever it holds: compact, it leaves the canvas most of a small column
+    assert strip.sizeHint().height() <= (120 if compact else 240)
+    # the widest caption a rung gets is shown whole
+    strip.cells[0].set_caption("vanilla\n12.34 tok/fwd\nbaseline · fid 100%", "")
+    strip.cells[1].set_caption("δ 0.25\n12.34 tok/fwd\n10.00× · fid 100%", "")
+    qtbot.wait(20)
+    for cell in strip.cells[:2]:
+        assert all(line.shown_text() == line.text() for line in cell.lines), cell.caption()
