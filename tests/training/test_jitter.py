@@ -179,3 +179,23 @@ def test_snapping_uses_the_learned_any_style_only_where_the_model_has_it():
     assert {without.style_for(0, ANY_STYLE, seed=s) for s in range(20)} == {"google", "twitter"}
     assert with_any.style_for(0, "twitter", seed=5) == "twitter"  # a named style still pins
     assert with_any.style_for(0, "", seed=5) == "google"
+
+
+def test_copy_targets_are_the_mixture_of_every_copy_at_each_place():
+    """The loss with copies equals the cross-entropy against the copies' empirical mixture, and with identical
+    copies it is the plain next-token loss (a mutant that reads only the first copy would miss the mixture)."""
+    from support.tiny import tiny_gpt
+
+    gpt = tiny_gpt("c2i", seed=3, vocab=16, grid=2)
+    torch.manual_seed(0)
+    tok = torch.randint(0, 16, (3, 4))
+    cond = torch.tensor([1, 2, 3])
+    same = tok[:, None].expand(3, 4, 4)
+    assert torch.allclose(ar.nll(gpt, tok, cond, None, copies=same), ar.nll(gpt, tok, cond, None), atol=1e-5)
+    copies = torch.stack([tok, torch.randint(0, 16, (3, 4)), torch.randint(0, 16, (3, 4))], dim=1)
+    logp = torch.log_softmax(gpt(tok[:, :-1], cond, None).float(), -1)  # (3, 4, 16)
+    mixture = torch.nn.functional.one_hot(copies, 16).float().mean(1)  # (3, 4, 16)
+    want = -(mixture * logp).sum(-1).mean()
+    got = ar.nll(gpt, tok, cond, None, copies=copies)
+    assert torch.allclose(got, want, atol=1e-5)
+    assert not torch.allclose(ar.nll(gpt, tok, cond, None, copies=copies[:, :1].expand(3, 3, 4)), want, atol=1e-3)

@@ -277,13 +277,19 @@ def load_pack(path: Path) -> ClassPrep:
 
 
 def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0,
-        inputs: torch.Tensor | None = None):
+        inputs: torch.Tensor | None = None, copies: torch.Tensor | None = None):
     """Next-token cross-entropy. With a neighbour table (V, k) and ``weight`` > 0 the target is
     soft, neighbour-aware (as IAR / SNCE argue for image tokens): 1 − weight on the token, weight
     spread evenly over its k nearest codebook neighbours. ``inputs``: the context tokens read (default
-    ``tok``; :func:`substitute_neighbours` makes contexts a relaxed acceptance creates), ``tok`` the targets."""
-    logits = model((tok if inputs is None else inputs)[:, :-1], cond, mask)  # forward = teacher_forced_logits (through DDP's hooks when wrapped)
+    ``tok``; :func:`substitute_neighbours` makes contexts a relaxed acceptance creates), ``tok`` the targets.
+    ``copies`` (B, C, T): every copy of each row's picture (clean and jittered); the target at each place is
+    then their mixture — the codes imperceptibly different pictures put there — instead of ``tok``'s one."""
+    # forward = teacher_forced_logits (through DDP's hooks when wrapped)
+    logits = model((tok if inputs is None else inputs)[:, :-1], cond, mask)
     flat, target = logits.reshape(-1, logits.shape[-1]), tok.reshape(-1)
+    if copies is not None:
+        logp = F.log_softmax(flat.float(), dim=-1)
+        return -logp.gather(1, copies.permute(0, 2, 1).reshape(flat.shape[0], -1)).mean()
     if neighbours is None or weight <= 0:
         return F.cross_entropy(flat, target)
     logp = F.log_softmax(flat, dim=-1)
@@ -392,9 +398,11 @@ class ArTrainer:
         if a.style_dropout > 0:
             rows = (rows[0], drop_styles(rows[1], self.data.styles.index(ANY_STYLE), a.style_dropout, self.gen),
                     rows[2])
+        copies = (self.data.codes[:, b.cpu()].flatten(2).permute(1, 0, 2).long().to(self.device)
+                  if a.copy_targets else None)
         with self.autocast:
             if self.contrast is None:
-                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs)
+                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs, copies=copies)
             else:  # --objective cca: against the frozen reference (cca.py)
                 loss, shown = self.contrast(self.model, rows[0], rows[1])
         self.opt.zero_grad(set_to_none=True)
@@ -495,6 +503,8 @@ def check_args(args) -> None:
         raise TrainingError(f"train ar --style-dropout: must be in [0, 1), got {args.style_dropout}")
     if args.style_dropout > 0 and args.condition != "class":
         raise TrainingError("train ar --style-dropout: only class runs (--condition class) have styles")
+    if args.copy_targets and not args.jitter:
+        raise TrainingError("train ar --copy-targets: needs --jitter (the copies whose codes are mixed)")
     if args.jitter and args.condition != "class":
         raise TrainingError("train ar --jitter: only class runs (--condition class) take jittered copies")
     if (tokenizes or args.neighbour_weight > 0 or args.substitute > 0) and not Path(args.vq).is_file():
@@ -706,6 +716,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "jittered copies of every image (global: brightness/contrast/saturation/sharpen per picture; "
                    "pixel: light noise per pixel; training/jitter.py)")
     p.add_argument("--jitter-copies", type=int, default=4, help="with --jitter: copies per image (default 4)")
+    p.add_argument("--copy-targets", action="store_true", help="with --jitter: the target at each place is the "
+                   "mixture of the codes every copy of the picture has there (the context is one copy)")
     p.add_argument("--style-dropout", type=float, default=0.0, help="with --condition class: share of rows whose "
                    "style is replaced by the learned style 'any' (added to the vocabulary), so a prompt without a "
                    "style draws any of the identity's designs")
