@@ -28,6 +28,7 @@ from .elided_label import ElidedLabel
 from .jobs import ModelInfo
 from .prompt_match import MatchLine
 from .sliders import LogIntSlider, QuadraticSlider
+from .wheel_guard import guard_wheel
 
 SEED_MAX = 2**31 - 1
 MAX_HISTORY = 20
@@ -133,6 +134,7 @@ class ControlsPanel(QWidget):
         lay.addWidget(self._sampling_group())
         lay.addStretch(1)
         self.set_settings(self._defaults)  # sane values until the model's defaults or saved ones arrive
+        guard_wheel(self)  # the wheel scrolls the column unless a control was clicked (gui/wheel_guard.py)
 
     # ------------------------------------------------------------------ building
     def _prompt_group(self) -> QGroupBox:
@@ -163,28 +165,6 @@ class ControlsPanel(QWidget):
         self.history.activated.connect(self._history_picked)
         v.addWidget(self.history)
 
-        # two rows, so the column stays narrow: the seed and its dice, then what else the seed offers
-        seed_row = QHBoxLayout()
-        seed_row.addWidget(QLabel("Seed"))
-        self.seed = _int(0, SEED_MAX, tt.SEED)
-        seed_row.addWidget(self.seed, 1)
-        self.dice = QToolButton(text="🎲" if _has_emoji_font() else "Random")
-        self.dice.setToolTip(tt.DICE)
-        self.dice.clicked.connect(self.randomise_seed)
-        seed_row.addWidget(self.dice)
-        v.addLayout(seed_row)
-        self.seed_options = QHBoxLayout()
-        self.new_seed = QCheckBox("New seed each Generate")
-        self.new_seed.setToolTip(tt.NEW_SEED)
-        self.new_seed.setChecked(True)  # a new picture each time, until a person asks for the same one again
-        self.seed_options.addWidget(self.new_seed)
-        self.copy_seed = QToolButton(text="Copy")
-        self.copy_seed.setToolTip(tt.COPY_SEED)
-        self.copy_seed.clicked.connect(lambda: QGuiApplication.clipboard().setText(str(self.seed.value())))
-        self.seed_options.addStretch(1)
-        self.seed_options.addWidget(self.copy_seed)
-        v.addLayout(self.seed_options)
-
         buttons = QHBoxLayout()
         self.generate_button = QPushButton("Generate")
         self.generate_button.setObjectName("primary")
@@ -202,6 +182,34 @@ class ControlsPanel(QWidget):
         buttons.addWidget(self.compare_button, 1)
         v.addLayout(buttons)
         return g
+
+    def _seed_rows(self) -> QVBoxLayout:
+        """The seed: at the top of Sampling, so that Generate sits right above the decoding group and a
+        900×600 window shows Generate, k and δ together (they were never on screen at once)."""
+        seeds = QVBoxLayout()
+        seeds.setSpacing(6)
+        # two rows, so the column stays narrow: the seed and its dice, then what else the seed offers
+        seed_row = QHBoxLayout()
+        seed_row.addWidget(QLabel("Seed"))
+        self.seed = _int(0, SEED_MAX, tt.SEED)
+        seed_row.addWidget(self.seed, 1)
+        self.dice = QToolButton(text="🎲" if _has_emoji_font() else "Random")
+        self.dice.setToolTip(tt.DICE)
+        self.dice.clicked.connect(self.randomise_seed)
+        seed_row.addWidget(self.dice)
+        seeds.addLayout(seed_row)
+        self.seed_options = QHBoxLayout()
+        self.new_seed = QCheckBox("New seed each Generate")
+        self.new_seed.setToolTip(tt.NEW_SEED)
+        self.new_seed.setChecked(True)  # a new picture each time, until a person asks for the same one again
+        self.seed_options.addWidget(self.new_seed)
+        self.copy_seed = QToolButton(text="Copy")
+        self.copy_seed.setToolTip(tt.COPY_SEED)
+        self.copy_seed.clicked.connect(lambda: QGuiApplication.clipboard().setText(str(self.seed.value())))
+        self.seed_options.addStretch(1)
+        self.seed_options.addWidget(self.copy_seed)
+        seeds.addLayout(self.seed_options)
+        return seeds
 
     def _model_bar(self) -> QWidget:
         bar = QWidget()
@@ -280,6 +288,7 @@ class ControlsPanel(QWidget):
         g = QGroupBox("Sampling")
         f = QFormLayout(g)
         f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        f.addRow(self._seed_rows())
         self.temperature = _double(0.05, 5.0, 0.05, 2, tt.TEMPERATURE)
         self.greedy = QCheckBox("Greedy")
         self.greedy.setToolTip(tt.GREEDY)
