@@ -13,7 +13,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QPoint, QPointF, QRect, Qt  # noqa: E402
 from PySide6.QtGui import QScreen, QWheelEvent  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication  # noqa: E402
 
 from lantern_studio.engine.settings import GenerationSettings  # noqa: E402
 from lantern_studio.export import read_png_record  # noqa: E402
@@ -130,7 +130,9 @@ def test_the_wheel_over_an_unfocused_setting_scrolls_the_column_and_changes_noth
     c = w.controls
     w.side_tabs.setCurrentWidget(w.controls_scroll)
     qtbot.wait(20)
-    bar = w.controls_scroll.verticalScrollBar()
+    outer = w.controls_scroll.verticalScrollBar()
+    outer.setValue(0)
+    bar = c.settings_scroll.verticalScrollBar()  # the settings under the prompt and Generate scroll
     assert bar.maximum() > 0
     before = c.settings()
     drafter = c.drafter.currentIndex()
@@ -207,12 +209,26 @@ def test_at_900x600_generate_k_and_delta_are_on_screen_together(qtbot, tiny, mon
     assert w.narrow
     w.side_tabs.setCurrentWidget(w.controls_scroll)
     qtbot.wait(20)
-    c, viewport = w.controls, w.controls_scroll.viewport()
+    c = w.controls
     assert w.controls_scroll.verticalScrollBar().value() == 0
-    room = viewport.rect()
-    for part in (c.generate_button, c.k, c.delta, c.compare_button):
-        where = QRect(part.mapTo(viewport, QPoint(0, 0)), part.size())
-        assert room.contains(where), (part, where, room)
+    assert c.settings_scroll.verticalScrollBar().value() == 0
+    for part in (c.generate_button, c.variations_button, c.compare_button, c.k, c.delta):
+        assert on_screen(part), part
+    # scrolling the settings down to the sampling never takes Generate away
+    c.settings_scroll.ensureWidgetVisible(c.cfg)
+    qtbot.wait(20)
+    assert on_screen(c.cfg) and on_screen(c.generate_button)
+
+
+def on_screen(part) -> bool:
+    """Whether ``part`` is wholly inside every scroll area's viewport it sits in (shown without scrolling)."""
+    w = part.parentWidget()
+    while w is not None:
+        if isinstance(w.parentWidget(), QAbstractScrollArea) and w is w.parentWidget().viewport():
+            if not w.rect().contains(QRect(part.mapTo(w, QPoint(0, 0)), part.size())):
+                return False
+        w = w.parentWidget()
+    return part.isVisibleTo(part.window())
 
 
 def test_status_messages_wait_their_turn():
@@ -303,7 +319,9 @@ def test_the_overlay_legend_leaves_the_progress_text_room(qtbot, tiny):
     w.resize(760, 520)
     qtbot.wait(20)
     assert w.canvas.width() < 640 and not any(n.isVisibleTo(w) for n in w.canvas.legend_names)
-    assert w.canvas.legend.isVisibleTo(w) and w.canvas.progress.width() >= 0.7 * w.canvas.width()
+    legend = w.canvas.legend
+    assert legend.window() is w and legend.isVisibleTo(w)  # in the window, beside the progress bar
+    assert w.canvas.progress.width() >= 0.7 * w.canvas.width()
     w.resize(1600, 1000)
     qtbot.wait(20)
     assert all(n.isVisibleTo(w) for n in w.canvas.legend_names)
