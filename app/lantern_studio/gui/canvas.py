@@ -216,6 +216,7 @@ class Canvas(QWidget):
         bottom = QHBoxLayout()
         bottom.setSpacing(6)
         bottom.addWidget(self.progress, 1)
+        bottom.addWidget(self.legend)
         lay.addLayout(bottom)
 
     def resizeEvent(self, event):  # noqa: N802 - Qt's name
