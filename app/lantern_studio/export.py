@@ -88,7 +88,7 @@ def a1111_parameters(record: dict) -> str:
         ("Top-k", s.get("top_k")),
         ("Top-p", s.get("top_p")),
         ("Bound", _bound_field(s)),
-        ("TV budget", _budget_field(s, stats)),
+        ("TV budget per token", _budget_field(s, stats)),
         ("Compiled", _compiled_field(record)),
         ("Prompt fidelity", None if fidelity.of_record(record) is None else fidelity.format_value(fidelity.of_record(record))),
     ]
@@ -111,11 +111,16 @@ def _compiled_field(record: dict) -> Optional[str]:
 
 
 def _budget_field(s: dict, stats: dict) -> Optional[str]:
-    """The per-step bounds summed over the image (DecodeStats.tv_budget_total): for the
-    step bound, its expectation bounds the TV of the image's tokens from the target's."""
-    if _bound_field(s) in (None, "lantern++") or stats.get("tv_budget_total") is None:
+    """The A1111 "TV budget per token" field: the per-step bounds summed over the image
+    (DecodeStats.tv_budget_total) averaged over its tokens, a number on δ's own scale (0 … 1)
+    that a person compares with the δ they set. The sum itself ("TV budget: 50.2" read as
+    nothing) stays in the JSON record's stats; without a token count the field is left out."""
+    if _bound_field(s) in (None, "lantern++"):
         return None
-    return f"{stats['tv_budget_total']:.4g}"
+    total, tokens = stats.get("tv_budget_total"), stats.get("tokens")
+    if not isinstance(total, (int, float)) or not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:
+        return None
+    return f"{total / tokens:.3g}"
 
 
 def upscale(image: np.ndarray, factor: int, method: str = "nearest") -> Image.Image:

@@ -455,10 +455,12 @@ def test_png_parameters_name_the_bound():
 
     def params(**s):
         return a1111_parameters({"prompt": "x", "settings": {"drafter": "jacobi", "k": 64, "delta": 0.2, **s},
-                                 "stats": {"tv_budget_total": 12.5}})
+                                 "stats": {"tv_budget_total": 12.5, "tokens": 256}})
 
     assert "LANTERN step-bounded (jacobi, k=64, δ=0.2 per step)" in params(bound="step")
-    assert "Bound: step" in params(bound="step") and "TV budget: 12.5" in params(bound="step")
+    # the budget on δ's scale, per token (the sum, 12.5, stays in the JSON record)
+    assert "Bound: step" in params(bound="step") and "TV budget per token: 0.0488" in params(bound="step")
+    assert "12.5" not in params(bound="step")
     assert "δ=0.2·H(p)/log V per step" in params(bound="step", adaptive_delta=True)
     assert "LANTERN++ (jacobi, k=64, λ=2.0)" in params(lam=2.0) and "Bound: lantern++" in params(lam=2.0)
     assert "Sampler: LANTERN (jacobi, k=64, δ=0.2)" in params() and "Bound: lantern," in params()

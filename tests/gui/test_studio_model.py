@@ -287,6 +287,8 @@ def test_the_race_runs_both_lanes_on_one_clock_and_the_faster_finishes_first():
 
 def test_one_slow_motion_factor_never_speeds_up_and_has_a_ceiling():
     assert slowmo_for(10.0, 2.0) == 1.0  # a slow decode plays in real time
+    assert Race.of(recording(3, 2, 0.5), recording(3, 2, 0.5), slowmo=1.4).describe().endswith("(slowed 1.4×)")
+    assert Race.of(recording(3, 2, 0.5), recording(3, 2, 0.5), slowmo=1.0).describe().endswith("(real time)")
     assert slowmo_for(1e-9) == MAX_SLOWMO
     assert slowmo_for(0.0, 0.0) == 1.0
     rec = recording(3, 2, 0.5)

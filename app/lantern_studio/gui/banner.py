@@ -4,13 +4,17 @@ buttons and a dismiss button.
 It floats over the lower right of the window's central area instead of taking
 a row of the layout: a message that comes and goes moves nothing (the canvas
 and the history strip keep their size), and the prompt box stays uncovered.
+What it covers (at 900×600: the Export and Queue row) comes back by itself: a
+message goes after :data:`SECONDS` of its level (a pointer resting on it holds
+it), except one that offers a way out (its action buttons) — that one stays
+until a choice or ✕. The status line keeps the message's first line meanwhile.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence, Tuple
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton
 
 from . import theme
@@ -18,6 +22,7 @@ from . import theme
 LEVELS = ("error", "warning", "info")
 MAX_WIDTH = 720  # px: a wide window keeps the strip readable instead of one long line
 MARGIN = 8
+SECONDS = {"info": 8.0, "warning": 12.0, "error": 20.0}  # on screen, unless it offers actions
 
 
 class Banner(QFrame):
@@ -42,9 +47,23 @@ class Banner(QFrame):
         self.close_button.setToolTip("Dismiss")
         self.close_button.clicked.connect(self.dismiss)
         lay.addWidget(self.close_button)
+        self._hold = False  # the pointer rests on it: its time stopped
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.timeout.connect(self.dismiss)
         self.hide()
         if parent is not None:
             parent.installEventFilter(self)
+
+    def enterEvent(self, event):  # noqa: N802 - Qt's name: a person reading it keeps it
+        self._hold = self.timer.isActive()
+        self.timer.stop()
+        super().enterEvent(event)
+
+    def leaveEvent(self, event):  # noqa: N802
+        if getattr(self, "_hold", False) and self.isVisible():
+            self.timer.start()
+        super().leaveEvent(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.parentWidget() and event.type() == QEvent.Type.Resize and self.isVisible():
@@ -80,9 +99,13 @@ class Banner(QFrame):
         self.style().polish(self)
         self.show()
         self.place()
+        self.timer.stop()
+        if not actions:  # a message with a way out stays until it is taken or dismissed
+            self.timer.start(int(1000 * SECONDS[self.level]))
 
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()
 
     def dismiss(self) -> None:
+        self.timer.stop()
         self.hide()

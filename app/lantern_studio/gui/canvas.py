@@ -24,6 +24,9 @@ from .jobs import UNFILLED, Frame
 DECISION_COLOURS = {BY_TARGET: QColor(80, 140, 255, 105), ACCEPTED_EXACT: QColor(60, 200, 120, 105),
                     ACCEPTED_RELAXED: QColor(255, 150, 40, 125)}
 ZOOMS = ("fit", 1, 2, 3, 4, 5, 6, 7, 8)
+LEGEND_TIPS = {BY_TARGET: "sampled by the target model itself", ACCEPTED_EXACT: "drafted and accepted exactly",
+               ACCEPTED_RELAXED: "drafted and accepted thanks to LANTERN's relaxation"}
+LEGEND_NAMES_WIDTH = 640  # px of canvas: narrower, the legend shows its swatches alone
 
 
 def to_qimage(image: np.ndarray) -> QImage:
@@ -176,19 +179,25 @@ class Canvas(QWidget):
         self.legend = QWidget()
         leg = QHBoxLayout(self.legend)
         leg.setContentsMargins(6, 0, 0, 0)
-        leg.setSpacing(10)
+        leg.setSpacing(6)
+        self.legend_names = []  # hidden in a narrow canvas (the swatches' tooltips name them)
         for d, name in DECISION_NAMES.items():
             c = DECISION_COLOURS[d]
             sw = QLabel()
             sw.setFixedSize(QSize(12, 12))
             sw.setStyleSheet(f"background: rgb({c.red()},{c.green()},{c.blue()}); border-radius: 2px;")
+            sw.setToolTip(f"{name}: {LEGEND_TIPS[d]}")
+            label = QLabel(name)
+            label.setToolTip(sw.toolTip())
             leg.addWidget(sw)
-            leg.addWidget(QLabel(name))
+            leg.addWidget(label)
+            self.legend_names.append(label)
         bar.addStretch(1)
         self.toolbar = bar
         lay.addLayout(bar)
         # the legend sits beside the progress bar, not in the toolbar: the toolbar stays narrow enough for a
-        # narrow window's middle column, and ticking the overlay changes no height
+        # narrow window's middle column, and ticking the overlay changes no height. In a narrow canvas it
+        # shows its swatches alone (their names crushed the progress text at 900×600): see resizeEvent
         self.legend.setVisible(False)
 
         self.view = ImageView()
@@ -209,6 +218,16 @@ class Canvas(QWidget):
         bottom.addWidget(self.progress, 1)
         bottom.addWidget(self.legend)
         lay.addLayout(bottom)
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """The legend's names only where the progress text keeps room for all of its words."""
+        wide = self.width() >= LEGEND_NAMES_WIDTH
+        for label in self.legend_names:
+            label.setVisible(wide)
 
     def _set_overlay(self, on: bool) -> None:
         self.view.overlay = on

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPlainTextEdit,
-    QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+    QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget,
 )
 
 from .. import fidelity
@@ -28,6 +28,7 @@ from .elided_label import ElidedLabel
 from .jobs import ModelInfo
 from .prompt_match import MatchLine
 from .sliders import LogIntSlider, QuadraticSlider
+from .wheel_guard import guard_wheel
 
 SEED_MAX = 2**31 - 1
 MAX_HISTORY = 20
@@ -35,6 +36,7 @@ DRAFTER_LABELS = (("eagle", "EAGLE (learned)"), ("jacobi", "Jacobi (training-fre
                   ("heads", "Draft heads (learned, parallel)"), ("none", "none (vanilla AR)"))
 BOUND_LABELS = (("lantern", "LANTERN (δ per token)"), ("lantern++", "LANTERN++ (λ)"), ("step", "Step-bounded (δ per step)"))
 OPEN_FOLDER = "__open__"
+SETTINGS_LEAST_HEIGHT = 64  # px: the scrolling settings show at least the drafter (a 900×600 window: and k)
 
 
 def _has_emoji_font() -> bool:
@@ -125,14 +127,36 @@ class ControlsPanel(QWidget):
         self._defaults = GenerationSettings()
         self._tokens: Optional[int] = None  # image tokens of the loaded model (grid²)
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(10, 10, 10, 10)
+        lay.setContentsMargins(10, 10, 0, 10)  # no right margin: the settings' own scroll bar sits there
         lay.setSpacing(10)
         self.model_bar = self._model_bar()  # placed in the window's toolbar
-        lay.addWidget(self._prompt_group())
-        lay.addWidget(self._decoding_group())
-        lay.addWidget(self._sampling_group())
-        lay.addStretch(1)
+        top = QVBoxLayout()
+        top.setContentsMargins(0, 0, 10, 0)  # in line with the groups beside the settings' scroll bar
+        top.addWidget(self._prompt_group())
+        lay.addLayout(top)
+        # the prompt and Generate stay put; the settings under them scroll on their own, k and δ first, so
+        # that Generate, k and δ are on screen together in a 900×600 window whatever the match line says
+        # (they never were) and scrolling the settings never takes Generate away
+        body = QWidget()
+        body.setObjectName("controlsBody")
+        bl = QVBoxLayout(body)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.setSpacing(10)
+        bl.addWidget(self._decoding_group())
+        bl.addWidget(self._sampling_group())
+        bl.addStretch(1)
+        self.settings_scroll = QScrollArea()
+        self.settings_scroll.setObjectName("settingsScroll")
+        self.settings_scroll.setWidgetResizable(True)
+        self.settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.settings_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.settings_scroll.setWidget(body)
+        bar = self.settings_scroll.verticalScrollBar().sizeHint().width()
+        self.settings_scroll.setMinimumWidth(body.minimumSizeHint().width() + bar)  # never sideways
+        self.settings_scroll.setMinimumHeight(SETTINGS_LEAST_HEIGHT)
+        lay.addWidget(self.settings_scroll, 1)
         self.set_settings(self._defaults)  # sane values until the model's defaults or saved ones arrive
+        guard_wheel(self)  # the wheel scrolls the column unless a control was clicked (gui/wheel_guard.py)
 
     # ------------------------------------------------------------------ building
     def _prompt_group(self) -> QGroupBox:
@@ -143,7 +167,7 @@ class ControlsPanel(QWidget):
         self.prompt.setPlaceholderText("Describe what to draw, e.g. “a red heart” — Enter generates")
         self.prompt.setToolTip(tt.PROMPT)
         self.prompt.setTabChangesFocus(True)
-        self.prompt.setFixedHeight(64)
+        self.prompt.setFixedHeight(54)  # three lines; a 900×600 window keeps Generate, k and δ on screen
         v.addWidget(self.prompt)
         self.match_line = MatchLine()  # a snapping model: what the prompt matched, alternatives, style
         self.prompt.textChanged.connect(lambda: self.match_line.prompt_changed(self.prompt.toPlainText(),
@@ -163,28 +187,6 @@ class ControlsPanel(QWidget):
         self.history.activated.connect(self._history_picked)
         v.addWidget(self.history)
 
-        # two rows, so the column stays narrow: the seed and its dice, then what else the seed offers
-        seed_row = QHBoxLayout()
-        seed_row.addWidget(QLabel("Seed"))
-        self.seed = _int(0, SEED_MAX, tt.SEED)
-        seed_row.addWidget(self.seed, 1)
-        self.dice = QToolButton(text="🎲" if _has_emoji_font() else "Random")
-        self.dice.setToolTip(tt.DICE)
-        self.dice.clicked.connect(self.randomise_seed)
-        seed_row.addWidget(self.dice)
-        v.addLayout(seed_row)
-        self.seed_options = QHBoxLayout()
-        self.new_seed = QCheckBox("New seed each Generate")
-        self.new_seed.setToolTip(tt.NEW_SEED)
-        self.new_seed.setChecked(True)  # a new picture each time, until a person asks for the same one again
-        self.seed_options.addWidget(self.new_seed)
-        self.copy_seed = QToolButton(text="Copy")
-        self.copy_seed.setToolTip(tt.COPY_SEED)
-        self.copy_seed.clicked.connect(lambda: QGuiApplication.clipboard().setText(str(self.seed.value())))
-        self.seed_options.addStretch(1)
-        self.seed_options.addWidget(self.copy_seed)
-        v.addLayout(self.seed_options)
-
         buttons = QHBoxLayout()
         self.generate_button = QPushButton("Generate")
         self.generate_button.setObjectName("primary")
@@ -202,6 +204,34 @@ class ControlsPanel(QWidget):
         buttons.addWidget(self.compare_button, 1)
         v.addLayout(buttons)
         return g
+
+    def _seed_rows(self) -> QVBoxLayout:
+        """The seed: at the top of Sampling, so that Generate sits right above the decoding group and a
+        900×600 window shows Generate, k and δ together (they were never on screen at once)."""
+        seeds = QVBoxLayout()
+        seeds.setSpacing(6)
+        # two rows, so the column stays narrow: the seed and its dice, then what else the seed offers
+        seed_row = QHBoxLayout()
+        seed_row.addWidget(QLabel("Seed"))
+        self.seed = _int(0, SEED_MAX, tt.SEED)
+        seed_row.addWidget(self.seed, 1)
+        self.dice = QToolButton(text="🎲" if _has_emoji_font() else "Random")
+        self.dice.setToolTip(tt.DICE)
+        self.dice.clicked.connect(self.randomise_seed)
+        seed_row.addWidget(self.dice)
+        seeds.addLayout(seed_row)
+        self.seed_options = QHBoxLayout()
+        self.new_seed = QCheckBox("New seed each Generate")
+        self.new_seed.setToolTip(tt.NEW_SEED)
+        self.new_seed.setChecked(True)  # a new picture each time, until a person asks for the same one again
+        self.seed_options.addWidget(self.new_seed)
+        self.copy_seed = QToolButton(text="Copy")
+        self.copy_seed.setToolTip(tt.COPY_SEED)
+        self.copy_seed.clicked.connect(lambda: QGuiApplication.clipboard().setText(str(self.seed.value())))
+        self.seed_options.addStretch(1)
+        self.seed_options.addWidget(self.copy_seed)
+        seeds.addLayout(self.seed_options)
+        return seeds
 
     def _model_bar(self) -> QWidget:
         bar = QWidget()
@@ -232,17 +262,19 @@ class ControlsPanel(QWidget):
         self.drafter.setModel(self._drafter_model)
         for name, label in DRAFTER_LABELS:
             self.drafter.addItem(label, name)
-        self.draft_length = _int(1, 64, tt.DRAFT_LENGTH)
         f.addRow("Drafter", self.drafter)
-        length_label = QLabel("Draft length")
-        length_label.setToolTip(tt.DRAFT_LENGTH)
-        f.addRow(length_label, self.draft_length)
         self.k = LogIntSlider(65535)
         self.k.setToolTip(tt.K)
         f.addRow("k", self.k)
         self.delta = QuadraticSlider(1.0, decimals=4, step=0.005)
         self.delta.setToolTip(tt.DELTA)
         f.addRow("δ", self.delta)
+        # k and δ right under the drafter, the draft length after them: with Generate right above this group,
+        # a 900×600 window shows all three without scrolling (made in this order: Tab follows it)
+        self.draft_length = _int(1, 64, tt.DRAFT_LENGTH)
+        length_label = QLabel("Draft length")
+        length_label.setToolTip(tt.DRAFT_LENGTH)
+        f.addRow(length_label, self.draft_length)
         self.bound = QComboBox()
         self.bound.setToolTip(tt.BOUND)
         _narrow_combo(self.bound)
@@ -280,6 +312,7 @@ class ControlsPanel(QWidget):
         g = QGroupBox("Sampling")
         f = QFormLayout(g)
         f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        f.addRow(self._seed_rows())
         self.temperature = _double(0.05, 5.0, 0.05, 2, tt.TEMPERATURE)
         self.greedy = QCheckBox("Greedy")
         self.greedy.setToolTip(tt.GREEDY)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Dict, Optional
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QModelIndex, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QIcon, QImage, QKeySequence, QPixmap, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QHBoxLayout, QLabel, QLineEdit, QListView, QMessageBox, QPushButton, QVBoxLayout, QWidget,
@@ -204,6 +204,11 @@ class HistoryGallery(QWidget):
                 self.view.scrollTo(index)
                 return True
         return False
+
+    def clear_selection(self) -> None:
+        """No entry highlighted (the picture shown is none of them)."""
+        self.view.setCurrentIndex(QModelIndex())
+        self.view.clearSelection()
 
     def selected(self) -> Optional[Entry]:
         idx = self.view.currentIndex()

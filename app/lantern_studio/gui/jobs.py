@@ -19,6 +19,8 @@ from .. import fidelity
 from ..engine.settings import GenerationSettings
 
 UNFILLED = 255  # decision value of a token not fixed yet
+RECOGNISED_KEY = "recognised"  # a record's verdict of the recogniser (gui/state/verdict.py reads it)
+LOAD_KEY = "load_average"  # a record's [1-minute load average, CPUs] when its decode ended
 
 _ids = itertools.count(1)
 
@@ -31,6 +33,7 @@ class Job:
     role: str = "single"  # "single" | "compare-vanilla" | "compare-current" | "variation" (Generate ×4) | "sweep"
     group: Optional[int] = None  # compare pair id, or the Generate ×4 set's
     steps: Optional[str] = None  # "compiled" | "eager": decode on that path (a replayed record's); None: the choice
+    warm: bool = False  # warm its decode path with a few untimed steps before the clock starts (a Compare's halves)
     id: int = field(default_factory=lambda: next(_ids))
     cancel_event: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
@@ -133,6 +136,9 @@ class JobResult:
     score: Optional[float] = None
     warning: Optional[str] = None
     recording: Optional[object] = None  # replay.Recording of the steps
+    warm_seconds: Optional[float] = None  # the untimed warm-up before the clock started (Job.warm), else None
+    verdict: Optional[dict] = None  # what the recogniser saw (models/quality.PromptScorer.verdict), else None
+    load: Optional[tuple] = None  # (1-minute load average, CPUs) when the decode ended; None where unknown
 
     def record(self) -> dict:
         """The JSON-ready record embedded in PNGs and stored in the history."""
@@ -153,4 +159,8 @@ class JobResult:
             rec[fidelity.KEY] = float(self.score)
         if self.recording is not None:
             rec["replay"] = self.recording.to_dict()
+        if self.verdict is not None:
+            rec[RECOGNISED_KEY] = dict(self.verdict)
+        if self.load is not None:
+            rec[LOAD_KEY] = [float(self.load[0]), int(self.load[1])]
         return rec

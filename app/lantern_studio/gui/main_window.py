@@ -63,8 +63,9 @@ from .state.sweep import ROLE as SWEEP_ROLE
 from .state.tradeoff import MAX_HISTORY_POINTS
 from .state.variations import COUNT as VARIATIONS
 from .state.variations import ROLE as VARIATION_ROLE
-from .state.variations import Cell, VariationSet, fresh_seeds
+from .state.variations import Cell, VariationSet
 from .stats_panel import StatsPanel
+from .status_line import QueuedStatusBar
 from .storage import Preferences, app_data_dir
 from .sweep_control import SweepControl
 from .variations_view import VariationsView
@@ -253,6 +254,7 @@ class MainWindow(QMainWindow):
         outer.addWidget(self.main_split, 1)
         self.setCentralWidget(central)
 
+        self.setStatusBar(QueuedStatusBar())  # messages wait their turn instead of overwriting each other
         self.status_model = QLabel()
         self.statusBar().addPermanentWidget(self.status_model)
         self.canvas.view.make_drag_file = self._drag_file
@@ -567,11 +569,11 @@ class MainWindow(QMainWindow):
 
     def _model_loading(self, spec) -> None:
         self.status_model.setText("loading model…")
-        self.statusBar().showMessage("Loading model…")
+        self.statusBar().queue("Loading model…")
 
     def _model_status(self, spec, message: str) -> None:
         self.status_model.setText(message)
-        self.statusBar().showMessage(f"Getting the model ready: {message}")
+        self.statusBar().queue(f"Getting the model ready: {message}")
         if self.jobs.busy:
             self.canvas.set_status(f"Generate is queued: waiting for the model ({message})")
 
@@ -589,7 +591,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(info.name)  # Qt appends the application's display name: "emoji-64 — Lantern Studio"
         self.status_model.setText(info.status_text())
         self.status_model.setToolTip(info.status_tip())
-        self.statusBar().showMessage(f"Model {info.name} ready", 4000)
+        self.statusBar().queue(f"Model {info.name} ready", 4000)
         if self._banner_topic == "model":
             self.banner.dismiss()
 
@@ -602,7 +604,7 @@ class MainWindow(QMainWindow):
         self.status_model.setText(self.model_info.status_text(doing))
         self.status_model.setToolTip(self.model_info.status_tip())
         if changed and steps == "compiled":
-            self.statusBar().showMessage("Decode steps compiled: the next Generate runs them", 6000)
+            self.statusBar().queue("Decode steps compiled: the next Generate runs them", 6000)
 
     def _chart_from_history(self, model_name: str) -> None:
         if not self._store_open:  # the window closed while the model was still loading
@@ -660,7 +662,8 @@ class MainWindow(QMainWindow):
         self._settings_restored = True
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
-        pair = self.studio.submit_compare(prompt, s, self.jobs.model_spec)
+        path = "compiled" if self.model_info is not None and self.model_info.steps == "compiled" else "eager"
+        pair = self.studio.submit_compare(prompt, s, self.jobs.model_spec, path)  # both halves on one path
         self.jobs.changed()
         return pair.vanilla.job, pair.lantern.job
 
@@ -670,7 +673,7 @@ class MainWindow(QMainWindow):
         s = self._checked_settings()
         if s is None:
             return None
-        seeds = fresh_seeds(VARIATIONS, self.controls.draw_seed)
+        seeds = self.studio.variation_seeds(self.controls.draw_seed)  # none used before in this session
         self._settings_restored = True
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
@@ -679,7 +682,7 @@ class MainWindow(QMainWindow):
         variations = self.studio.submit_variations(prompt, s, self.jobs.model_spec, seeds)
         self.jobs.changed()
         waits = f" · waiting for the model ({self.jobs.loading})" if self.jobs.loading else ""
-        self.statusBar().showMessage(f"Generate ×4 queued: seeds {', '.join(map(str, seeds))}{waits}")
+        self.statusBar().showMessage(f"Generate ×4 queued: seeds {', '.join(map(str, seeds))}{waits}", 10000)
         return variations
 
     def cancel(self) -> None:
@@ -730,8 +733,9 @@ class MainWindow(QMainWindow):
         else:
             self.replay.load(None, None)
             self.canvas.start(total)
+        self.gallery.clear_selection()  # the picture shown is a new one, in no history row yet
         self.stats.start(job)
-        self.statusBar().showMessage(f"Generating {job.label()}…")
+        self.statusBar().queue(f"Generating {job.label()}…")
         self._queue_changed()
 
     def _variation_started(self, job: Job) -> None:
@@ -743,7 +747,7 @@ class MainWindow(QMainWindow):
         if self.studio.view == GRID:
             self._show_view(GRID)
             self.stats.start(job)
-        self.statusBar().showMessage(f"Generating {job.label()}…")
+        self.statusBar().queue(f"Generating {job.label()}…")
         self._queue_changed()
 
     def _frame(self, f: Frame) -> None:
@@ -775,6 +779,8 @@ class MainWindow(QMainWindow):
             self.last_entry = self.store.add(r.image, record, r.decisions)
             self.studio.variation_saved(r.job, self.last_entry.id)
             self.gallery.refresh()
+            if self.studio.finished is not None and self.studio.finished.job_id == r.job.id:
+                self.gallery.select(self.last_entry.id)  # the highlight follows the picture shown
         except Exception as e:  # noqa: BLE001 - a full disk must not take the app down
             self.show_error(f"The image could not be saved to the history: {e}", topic="history")
         if cell is None or followed:
@@ -790,7 +796,7 @@ class MainWindow(QMainWindow):
             self.race.lanes[half.side].set_state(done)
         else:
             self.canvas.set_status(done)
-        self.statusBar().showMessage(f"Done #{r.job.id} in {s['wall_seconds']:.2f} s", 6000)
+        self.statusBar().queue(f"Done #{r.job.id} in {s['wall_seconds']:.2f} s", 6000)
         if r.warning:
             self.show_error(r.warning, topic="score", level="warning")
         if pair is not None:
@@ -834,7 +840,7 @@ class MainWindow(QMainWindow):
 
     def _job_cancelled(self, job: Job) -> None:
         self._job_ended(job, "Cancelled")
-        self.statusBar().showMessage(f"Cancelled #{job.id}", 6000)
+        self.statusBar().queue(f"Cancelled #{job.id}", 6000)
 
     def _job_failed(self, job: Job, message: str) -> None:
         self._job_ended(job, "Failed")

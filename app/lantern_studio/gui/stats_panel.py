@@ -11,8 +11,10 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QLabel, QVBoxLayout, QWidg
 from .. import fidelity
 from ..export import target_forwards
 from .elided_label import ElidedLabel
-from .jobs import Frame, JobResult
+from .jobs import LOAD_KEY, RECOGNISED_KEY, Frame, JobResult
 from .state.compare import ComparePair, Half
+from .state.verdict import busy_words, load_of, verdict_tip, verdict_words
+
 VALUE_ROOM = "16384 / 16384"  # each number's room in the grid; a longer one ends in "…" (its tooltip: all of it)
 
 FIELDS = (
@@ -22,7 +24,7 @@ FIELDS = (
     ("mal", "Accepted len"),
     ("relaxed", "Relaxed"),
     ("wall", "Wall time"),
-    ("fidelity", "Fidelity"),
+    ("fidelity", "Fidelity"),  # the note under the numbers says what the recogniser saw, in words
 )
 FIELD_TIPS = {
     "forwards": "Target model forward passes, the prefill included: one per decoding step (the PNG's \"Steps\")",
@@ -132,7 +134,8 @@ class StatsPanel(QWidget):
         self._set(num("tokens", int), size or num("tokens", int), num("tokens_per_second", (int, float)),
                   target_forwards(forwards), num("mean_accepted_length", (int, float)), relaxed,
                   num("wall_seconds", (int, float)), score)
-        self._note(title + (f" · {fidelity.NAME} {fidelity.format_value(score)}" if score is not None else ""), title)
+        self._note(title + (f" · {fidelity.NAME} {fidelity.format_value(score)}" if score is not None else "")
+                   + self._words(record), title + self._tip(record))
 
     def show_result(self, r: JobResult) -> None:
         s = r.stats
@@ -142,7 +145,24 @@ class StatsPanel(QWidget):
         note = f"Done #{r.job.id} · seed {r.job.settings.seed}"
         if r.score is not None:
             note += f" · {fidelity.NAME} {fidelity.format_value(r.score)}"
-        self._note(note, r.job.label())
+        record = {RECOGNISED_KEY: r.verdict, LOAD_KEY: None if r.load is None else list(r.load)}
+        self._note(note + self._words(record), r.job.label() + self._tip(record))
+
+    @staticmethod
+    def _words(record: dict) -> str:
+        """What the recogniser saw and whether the machine was busy, for the note under the numbers."""
+        parts = [verdict_words(record), busy_words(load_of(record))]
+        return "".join(f" · {p}" for p in parts if p)
+
+    @staticmethod
+    def _tip(record: dict) -> str:
+        tip = verdict_tip(record)
+        load = load_of(record)
+        if busy_words(load):
+            tip += ("\n" if tip else "") + (f"When this decode ended the machine's 1-minute load average was "
+                                              f"{load[0]:.1f} on {load[1]} CPUs: other work competed for the cores, so "
+                                              "its wall time is longer than on a quiet machine.")
+        return "\n\n" + tip if tip else ""
 
     @staticmethod
     def _compare_text(half: Half) -> str:
@@ -156,5 +176,6 @@ class StatsPanel(QWidget):
         for text, half in zip(self.compare_texts, pair.halves):
             text.setText(self._compare_text(half))
         self.speedup_label.setText(pair.summary())
+        self.speedup_label.setToolTip(pair.explain())
         self.last_speedup = pair.speedup
         return pair.speedup

@@ -11,6 +11,7 @@ never costs more than about a quarter of the decode time — and the final frame
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -29,6 +30,7 @@ from .jobs import UNFILLED, Frame, Job, JobResult, ModelInfo
 from .replay import Recording
 
 MAX_FPS = 30.0
+WARM_STEPS = 4  # untimed steps a Compare's half runs first: the prefill and the step shapes its decode uses
 
 
 def _limit_threads() -> None:
@@ -205,7 +207,10 @@ class Worker(QObject):
             pipe = self.steps.for_job(job.steps, job.cancel_event.is_set, job.settings)
             if self.steps.steps != before:
                 self._say_steps()
+            warm = self._warm(pipe, job) if job.warm else None
             result = self._decode(pipe, job)
+            if result is not None:
+                result.warm_seconds = warm
         except (PromptError, SettingsError, CheckpointError) as e:
             self._out.job_failed.emit(job, str(e))
             return
@@ -218,6 +223,18 @@ class Worker(QObject):
         else:
             self._out.job_finished.emit(result)
 
+    @staticmethod
+    def _warm(pipe, job: Job) -> float:
+        """A few untimed steps of ``job``'s own decode on ``pipe`` (its path: eager or compiled, its drafter
+        and shapes), so that what a path pays on first use (allocations, a step shape compiling) stays out of
+        the job's clock; → the seconds they took. A Compare's halves ask for it (Job.warm)."""
+        t = time.perf_counter()
+        run, _c = pipe.decoding(job.prompt, job.settings, job.cancel_event.is_set)
+        for i, _ev in enumerate(run):
+            if i + 1 >= WARM_STEPS:
+                break
+        return time.perf_counter() - t
+
     def _decode(self, pipe, job: Job) -> Optional[JobResult]:
         view = _LiveView(self, pipe, job)
         result = pipe.generate(job.prompt, job.settings, on_event=view.step, should_stop=job.cancel_event.is_set)
@@ -227,16 +244,29 @@ class Worker(QObject):
                 view.send(result.image, final=True)  # show where it stopped
             return None
         final = view.send(result.image, final=True)  # the finished image, always sent
-        score, warning = None, None
+        load = _load()
+        score, warning, verdict = None, None, None
         if pipe.scorer is not None:
             try:
-                value = pipe.scorer(final.image, job.prompt)  # None: the scorer cannot judge this prompt
+                judge = getattr(pipe.scorer, "verdict", None)  # what it saw, in words (a plain scorer: none)
+                verdict = judge(final.image, job.prompt) if judge is not None else None
+                # None: the scorer cannot judge this prompt
+                value = verdict["probability"] if verdict is not None else pipe.scorer(final.image, job.prompt)
                 score = None if value is None else float(value)
             except Exception as e:  # noqa: BLE001 - a broken recogniser must not lose the image
                 warning = f"quality score unavailable: {type(e).__name__}: {e}"
         return JobResult(job, final.image.copy(), result.tokens.reshape(-1).astype(np.int64, copy=True),
                          np.array(result.decisions.reshape(-1), dtype=np.uint8, copy=True),
-                         result.stats.to_dict(), result.note, pipe.name, score, warning, view.recording)
+                         result.stats.to_dict(), result.note, pipe.name, score, warning, view.recording,
+                         verdict=verdict, load=load)
+
+
+def _load() -> Optional[tuple]:
+    """(1-minute load average, CPUs) now, or None where the system does not say (it costs a file read)."""
+    try:
+        return os.getloadavg()[0], os.cpu_count() or 1
+    except (AttributeError, OSError):
+        return None
 
 
 class _LiveView:

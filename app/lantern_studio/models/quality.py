@@ -61,6 +61,35 @@ class PromptScorer:
         probs = rec.predict(np.asarray(image)[None], level="subgroup")[0]
         return float(probs[rec.class_index(sub, "subgroup")])
 
+    def verdict(self, image: np.ndarray, prompt: str) -> dict | None:
+        """What the recogniser saw, for a person to read beside the fidelity: the class it ranks first
+        (``seen``, by name), where the class the prompt asked for ranks among all ``classes`` (1 = first),
+        at the finest level it can name (the emoji itself for a snapping model with an identity judge, else
+        the subgroup), and the fidelity itself (``probability``: the asked subgroup's). None when the
+        prompt asks for nothing the recogniser knows."""
+        score = self(image, prompt)
+        if score is None:
+            return None
+        rec, c = self.recogniser(), self.conditioner
+        asked, level, names = None, "subgroup", {}
+        if isinstance(c, Snapper) and rec.label != "subgroup":
+            row = c.identities[c.nearest(prompt, 1)[0][0]]
+            names = {r.get("identity"): r.get("name") or r.get("identity") for r in c.identities}
+            if row.get("identity") in rec.classes_at():
+                asked, level = row.get("identity"), None
+        if asked is None:
+            subgroups = rec.classes_at("subgroup")
+            asked = prompt if prompt in subgroups else self.subgroup_for_prompt(prompt)
+        probs = rec.predict(np.asarray(image)[None], level=level)[0]
+        classes = rec.classes_at(level)
+        if level is None:  # ranked among the emoji this model draws (the judge knows more)
+            keep = [j for j, k in enumerate(classes) if k in names]
+            classes, probs = [classes[j] for j in keep], probs[keep]
+        i, top = classes.index(asked), int(np.argmax(probs))
+        return {"level": level or rec.label, "asked": names.get(asked, asked),
+                "seen": names.get(classes[top], classes[top]), "rank": 1 + int((probs > probs[i]).sum()),
+                "classes": len(classes), "seen_probability": float(probs[top]), "probability": float(score)}
+
 
 #: two seeds of one prompt count as different pictures when their mean absolute pixel difference
 #: (0-255 per channel, over the 64×64 picture) is at least this: about one changed cell of the 16×16

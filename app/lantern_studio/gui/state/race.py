@@ -78,5 +78,7 @@ class Race:
         return None if a == b else (LANTERN if b < a else VANILLA)
 
     def describe(self) -> str:
-        slow = "real time" if self.slowmo == 1.0 else f"slowed {self.slowmo:.0f}×"
+        # "slowed 1×" said nothing: a factor under 10 keeps its decimal
+        slow = "real time" if self.slowmo == 1.0 else (
+            f"slowed {self.slowmo:.1f}×" if self.slowmo < 10 else f"slowed {self.slowmo:.0f}×")
         return f"Race replay, both lanes on one clock ({slow})"

@@ -11,16 +11,17 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Set
 
 import numpy as np
 
 from ...engine.settings import GenerationSettings
 from ..jobs import Frame, Job, JobResult
-from .compare import LANTERN, ROLES, VANILLA, ComparePair
+from .compare import COMPILED, EAGER, LANTERN, ROLES, VANILLA, ComparePair
 from .queue import QueueState
+from .variations import COUNT as VARIATIONS
 from .variations import ROLE as VARIATION_ROLE
-from .variations import Cell, VariationSet
+from .variations import Cell, VariationSet, fresh_seeds
 
 SINGLE, RACE, GRID = "single", "race", "grid"  # the canvas column's three views
 
@@ -61,6 +62,7 @@ class Studio:
         self.canvas_finished = False  # the single canvas shows the finished picture (not a partial one)
         self.last_result: Optional[JobResult] = None
         self._groups = itertools.count(1)
+        self.seeds_used: Set[int] = set()  # every seed a job of this session was queued with
         # the history entry last opened: (prompt, settings, "compiled" | "eager"); a Generate of that prompt
         # with those settings decodes on that entry's path, so its seed redraws its picture
         self._replaying: Optional[tuple] = None
@@ -68,18 +70,26 @@ class Studio:
     # ------------------------------------------------------------------ requests
     def submit(self, prompt: str, settings: GenerationSettings, model: Optional[str]) -> Job:
         job = Job(prompt, settings, model, steps=self._path_for(prompt, settings))
-        self.queue.add(job)
+        self._queue(job)
         return job
 
-    def submit_compare(self, prompt: str, settings: GenerationSettings, model: Optional[str]) -> ComparePair:
-        """Both halves of a Compare, queued back to back: vanilla first, then the settings as they are."""
+    def _queue(self, job: Job) -> None:
+        self.seeds_used.add(int(job.settings.seed))
+        self.queue.add(job)
+
+    def submit_compare(self, prompt: str, settings: GenerationSettings, model: Optional[str],
+                       path: str = EAGER) -> ComparePair:
+        """Both halves of a Compare, queued back to back: vanilla first, then the settings as they are; both
+        on ``path`` (how jobs decode now: a compile that ends between the halves must not split them), each
+        warming that path untimed before its clock starts (state/compare.py)."""
         group = next(self._groups)
-        vanilla = Job(prompt, settings.with_(drafter="none"), model, ROLES[VANILLA], group)
-        lantern = Job(prompt, settings, model, ROLES[LANTERN], group)
-        pair = ComparePair.of(group, vanilla, lantern)
+        path = COMPILED if path == COMPILED else EAGER
+        vanilla = Job(prompt, settings.with_(drafter="none"), model, ROLES[VANILLA], group, steps=path, warm=True)
+        lantern = Job(prompt, settings, model, ROLES[LANTERN], group, steps=path, warm=True)
+        pair = ComparePair.of(group, vanilla, lantern, path)
         self.pairs[group] = pair
-        self.queue.add(vanilla)
-        self.queue.add(lantern)
+        self._queue(vanilla)
+        self._queue(lantern)
         return pair
 
     def submit_variations(self, prompt: str, settings: GenerationSettings, model: Optional[str],
@@ -90,8 +100,13 @@ class Studio:
         jobs = [Job(prompt, settings.with_(seed=int(seed)), model, VARIATION_ROLE, group) for seed in seeds]
         self.variations = VariationSet.of(group, jobs)
         for job in jobs:
-            self.queue.add(job)
+            self._queue(job)
         return self.variations
+
+    def variation_seeds(self, draw: Callable[[], int]) -> List[int]:
+        """The seeds of a new Generate ×4: COUNT new ones from ``draw``, none used before in this session (by
+        any Generate, Compare or ×4): four pictures never seen yet."""
+        return fresh_seeds(VARIATIONS, draw, avoid=self.seeds_used)
 
     def variation_of(self, job: Job) -> Optional[Cell]:
         """The grid cell a job decodes into; None when it is not one of the latest Generate ×4."""
