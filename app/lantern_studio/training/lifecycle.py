@@ -19,6 +19,7 @@ it ended: exit code 0 done or stopped by budget / ``--stop-after``, 130 Ctrl-C, 
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -26,7 +27,7 @@ from typing import Any, Callable, Protocol
 import torch
 
 from .common import RunLog
-from .errors import TrainingError
+from .errors import TrainingError, command
 from .loop import CHECKPOINT_NAME, LoopSettings, Steppable, TrainingLoop, read_checkpoint, restore
 
 
@@ -165,3 +166,32 @@ def run_trainer(plan: Plan, build: Callable[[dict | None], Trainer], describe: C
         return train_and_export(plan, trainer, loop, describe)
     finally:
         torch.set_num_threads(prev_threads)
+
+
+def entry_points(name: str, doc: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+                 outcome: Callable[[Any], Outcome]):
+    """A trainer's three entry points, the same for every trainer, from its ``outcome(args)`` (the
+    command's checks, then :func:`run_trainer`) → ``(train, run, main)``:
+
+    * ``train(args) -> dict``: the Python API: the export's metrics (:meth:`Outcome.result`); bad input
+      raises :class:`.errors.TrainingError`;
+    * ``run(args) -> int``: the command (``lantern-studio NAME``): the exit code; bad input is one line
+      on stderr and exit code 2 (:func:`.errors.command`);
+    * ``main(argv) -> int``: ``run`` on a command line parsed with ``add_arguments`` (``python -m``).
+    """
+
+    def train(args) -> dict[str, Any]:
+        """Train (or resume, or export); → the export's metrics; bad input raises TrainingError."""
+        return outcome(args).result()
+
+    @command
+    def run(args) -> int:
+        """The command: train (or resume, or export); → the process exit code."""
+        return outcome(args).code
+
+    def main(argv: list[str] | None = None) -> int:
+        """``run`` on a command line (``argv``, default ``sys.argv[1:]``)."""
+        parser = argparse.ArgumentParser(prog=f"lantern-studio {name}", description=(doc or "").split("\n\n")[0])
+        add_arguments(parser)
+        return run(parser.parse_args(argv))
+    return train, run, main
