@@ -23,7 +23,7 @@ import numpy as np
 
 from ..engine.files import atomic_write
 from ..reports import reference_of
-from .bench.summary import _ratio, speed_fields
+from .bench.summary import ratio_or_none, speed_fields
 from .metrics import frechet_distance, prompt_fidelity
 from .plots import tradeoff_plot
 
@@ -71,7 +71,7 @@ def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entrie
     ratios, dratios, per_prompt = [], [], []
     for r, sec, dsec in zip(rows, secs, dsecs):
         v = (vanilla or {}).get(pair_key(r))
-        ratio = _ratio(float(v["seconds"]), sec) if v is not None and sec > 0 else None
+        ratio = ratio_or_none(float(v["seconds"]), sec) if v is not None and sec > 0 else None
         if ratio is not None:
             ratios.append(ratio)
             vd = float((v.get("stats") or {}).get("wall_seconds") or 0.0)

@@ -20,7 +20,8 @@ def _q(values, q):
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else None
 
 
-def _ratio(a, b):
+def ratio_or_none(a, b):
+    """a / b, or None when b is 0 (a report field with nothing to divide by)."""
     return a / b if b else None
 
 
@@ -45,12 +46,12 @@ def speed_fields(stats: Sequence[dict], secs, dsecs, ratios, dratios) -> dict:
         "target_forwards_per_image": fwd / n if n else None,
         "drafter_forwards_per_image": total("drafter_forwards") / n if n else None,
         # the share of forwards after the prefill that ran a compiled graph (engine/compiled.py)
-        "compiled_share": _ratio(total("compiled_forwards"), total("target_forwards")) if total("target_forwards") else None,
+        "compiled_share": ratio_or_none(total("compiled_forwards"), total("target_forwards")) if total("target_forwards") else None,
         "mean_accepted_length": tokens / fwd if fwd else None,
-        "acceptance_rate": _ratio(total("accepted"), total("drafted")) if total("drafted") else None,
-        "relaxed_share": _ratio(total("accepted_relaxed"), tokens) if tokens else None,
-        "drafter_cost_share": _ratio(total("drafter_seconds"), wall) if wall else None,
-        "tokens_per_second": _ratio(tokens, sum(secs)) if sum(secs) else None,
+        "acceptance_rate": ratio_or_none(total("accepted"), total("drafted")) if total("drafted") else None,
+        "relaxed_share": ratio_or_none(total("accepted_relaxed"), tokens) if tokens else None,
+        "drafter_cost_share": ratio_or_none(total("drafter_seconds"), wall) if wall else None,
+        "tokens_per_second": ratio_or_none(tokens, sum(secs)) if sum(secs) else None,
     }
 
 
@@ -87,7 +88,7 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         x = s.stats
         per_prompt.append({
             "prompt_index": s.prompt_index, "prompt": s.prompt, "seed": s.seed, "seconds": s.seconds,
-            "decode_seconds": x.get("wall_seconds"), "speedup": _ratio(v.seconds, s.seconds),
+            "decode_seconds": x.get("wall_seconds"), "speedup": ratio_or_none(v.seconds, s.seconds),
             "tokens": x.get("tokens"), "target_forwards": (x.get("target_forwards") or 0) + 1,
             "drafter_forwards": x.get("drafter_forwards"), "drafted": x.get("drafted"), "accepted": x.get("accepted"),
             "accepted_relaxed": x.get("accepted_relaxed"), "mean_accepted_length": x.get("mean_accepted_length"),
@@ -102,8 +103,8 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         **speed_fields(st, secs, dsecs, ratios, dratios),
         # a round = one target forward after the prefill (a vanilla step or a verify)
         "rounds_per_image": total("target_forwards") / n if n else None,
-        "forward_ms_per_round": _ratio(1e3 * total("target_seconds"), total("target_forwards")),
-        "overhead_ms_per_round": _ratio(1e3 * (wall - total("target_seconds") - total("drafter_seconds")
+        "forward_ms_per_round": ratio_or_none(1e3 * total("target_seconds"), total("target_forwards")),
+        "overhead_ms_per_round": ratio_or_none(1e3 * (wall - total("target_seconds") - total("drafter_seconds")
                                                - total("prefill_seconds")), total("target_forwards")),
         "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
         "identity_top1": None, "identity_top5": None,
@@ -112,7 +113,7 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         # the relaxation's per-step bounds summed over an image (a TV bound for the step bound)
         "tv_budget_per_image": total("tv_budget_total") / n if n else None,
         # measured (--measure-tv): exact TV(step output, target) over the steps that decided a token
-        "step_tv_mean": _ratio(total("step_tv_sum"), total("step_tv_slots")) if total("step_tv_slots") else None,
+        "step_tv_mean": ratio_or_none(total("step_tv_sum"), total("step_tv_slots")) if total("step_tv_slots") else None,
         "step_tv_max": max((x["step_tv_max"] for x in st if x.get("step_tv_max") is not None), default=None),
         "per_prompt": per_prompt,
     }
