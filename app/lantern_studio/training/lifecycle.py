@@ -12,6 +12,10 @@
 5. **export** the weights (so far: a budgeted run always leaves usable ones); a signal that stopped a
    resumable run exports nothing (the same command resumes).
 
+Every trainer module gets its entry points from :func:`entry_points` (``train(args)`` for Python,
+``run(args)`` for the command, ``main(argv)``), its loop flags from :func:`.loop.loop_arguments` and its
+optimiser step from :func:`.step.optimizer_step`.
+
 Bad input anywhere raises :class:`.errors.TrainingError` (a missing file or a ValueError met while
 building becomes one); the command edge (:func:`.errors.command`) reports it. :class:`Outcome` says how
 it ended: exit code 0 done or stopped by budget / ``--stop-after``, 130 Ctrl-C, 143 SIGTERM.
@@ -194,4 +198,5 @@ def entry_points(name: str, doc: str, add_arguments: Callable[[argparse.Argument
         parser = argparse.ArgumentParser(prog=f"lantern-studio {name}", description=(doc or "").split("\n\n")[0])
         add_arguments(parser)
         return run(parser.parse_args(argv))
+
     return train, run, main
