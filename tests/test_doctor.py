@@ -259,3 +259,55 @@ def test_env_flags_and_the_nearest_existing_folder(tmp_path, monkeypatch):
     assert paths.existing_parent(deep) == tmp_path / "a"
     monkeypatch.chdir(tmp_path)
     assert paths.existing_parent("a/b") == tmp_path / "a"  # relative paths resolve from the working folder
+
+
+# --------------------------------------------------------------------------- Qt asked in a child process
+
+
+def test_the_doctor_asks_qt_in_a_child_what_the_gui_says_in_process(monkeypatch, tmp_path):
+    """doctor.qt_facts (a child process: the doctor never imports Qt) answers what gui/qt_info.py says in
+    this process: the versions, the platform plugins folder, and the user-data folder as the studio names it."""
+    from lantern_studio.gui import qt_info
+
+    monkeypatch.setenv("LANTERN_STUDIO_DATA", str(tmp_path / "studio-data"))
+    assert doctor.qt_facts() == qt_info.facts()
+    assert doctor.qt_facts()["app_data"] == str(tmp_path / "studio-data")
+    monkeypatch.delenv("LANTERN_STUDIO_DATA")
+    assert doctor.qt_facts()["app_data"] == qt_info.facts()["app_data"]  # where Qt places it
+    assert not (tmp_path / "studio-data").exists()  # named, not created
+
+
+def test_a_child_that_cannot_answer_is_one_error_and_the_rest_still_report(monkeypatch, capsys, tiny_folder):
+    """When the child cannot tell (Qt broken, say: here a module that does not exist), qt_facts is one
+    error; the qt section and the user-data folder say so and every other section still reports."""
+    monkeypatch.setattr(doctor, "QT_FACTS_MODULE", "lantern_studio.gui.no_such_module")
+    facts = doctor.qt_facts()
+    assert set(facts) == {"error"} and "no_such_module" in facts["error"] and "\n" not in facts["error"]
+    assert doctor.qt_platform_problem({"DISPLAY": ":0"}) is None  # cannot tell: says nothing
+    rc, out, _ = _doctor(capsys, "--json", "--model", str(tiny_folder), "--no-qt-probe", "--no-hash")
+    report = json.loads(out)
+    assert rc == 0 and set(report) == SECTIONS
+    assert "Qt could not be asked" in report["qt"]["error"]
+    assert "Qt could not be asked" in report["paths"]["app_data"]["error"]
+    assert report["paths"]["cache"] and report["model"]["ok"]
+
+
+@pytest.mark.parametrize("env, linux_answer", [
+    ({}, False),
+    ({"DISPLAY": ":0"}, True),
+    ({"WAYLAND_DISPLAY": "wayland-0"}, True),
+    ({"QT_QPA_PLATFORM": "offscreen"}, True),
+    ({"QT_QPA_PLATFORM": "xcb"}, False),
+])
+def test_one_display_probe(env, linux_answer, monkeypatch):
+    """The one display probe (the studio command and the report both ask it): on Linux a display or a
+    platform that needs none; elsewhere always."""
+    monkeypatch.setattr(doctor.sys, "platform", "linux")
+    assert doctor.display_available(env) is linux_answer
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    assert doctor.probe_display()["available"] is linux_answer
+    monkeypatch.setattr(doctor.sys, "platform", "darwin")
+    assert doctor.display_available(env) is True

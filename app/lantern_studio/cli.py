@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ from tqdm import tqdm
 from . import __version__
 from .commands import sweep as sweep_cmd
 from .devices import DeviceError, pick_device
-from .doctor import qt_platform_problem, x_display_unreachable
+from .doctor import display_available, qt_platform_problem, x_display_unreachable
 from .engine.checkpoints import CheckpointError
 from .engine.files import atomic_write
 from .engine.precision import PrecisionError
@@ -27,13 +26,6 @@ from .models import load_pipeline
 from .threads import configure_decode_threads
 
 EXIT_BAD_INPUT = 2
-
-
-def _display_available() -> bool:
-    if sys.platform.startswith("linux"):
-        plat = os.environ.get("QT_QPA_PLATFORM", "")
-        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or plat in ("offscreen", "minimal", "vnc"))
-    return True
 
 
 # --------------------------------------------------------------------------- generate
@@ -190,7 +182,7 @@ def start_problems() -> list:
     First a named display nobody answers on (Qt would abort with rc 134), then the X11 plugin's missing
     system libraries (Qt would abort with advice about plugins): each is fixed separately, so a user who
     fixes one must not meet the other only on the next try."""
-    if not _display_available():
+    if not display_available():
         return []
     problems = []
     unreachable = x_display_unreachable()
@@ -209,7 +201,7 @@ def cmd_gui(args) -> int:
         for problem in problems:
             print(f"lantern-studio: {problem}", file=sys.stderr)
         return 1
-    if not _display_available():
+    if not display_available():
         out = _free_name("lantern-sample")
         why = "no display found (DISPLAY / WAYLAND_DISPLAY are unset)"
         print(

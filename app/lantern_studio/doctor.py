@@ -30,14 +30,15 @@ from typing import Any, Callable, Optional
 from . import __version__, paths
 from .engine.files import sha256_file as _sha256
 
-# torch, Qt and the app's heavier modules are imported inside the probes, on purpose: a broken
-# install must still give a report (each probe's failure is caught by _guard), and `lantern-studio`
-# asks qt_platform_problem() before the studio loads anything heavy. Only the gui package imports
-# Qt: what the report says about Qt (versions, plugins, the user-data folder) it asks gui/qt_info.py
-# and gui/storage.py, so the doctor sits above the gui in the layers; the child probe runs Qt in
-# another process.
+# torch and the app's heavier modules are imported inside the probes, on purpose: a broken install
+# must still give a report (each probe's failure is caught by _guard), and `lantern-studio` asks
+# qt_platform_problem() before the studio loads anything heavy. The doctor never imports Qt (it sits
+# below the gui in the layers): what the report says about Qt (versions, plugins, the user-data
+# folder) it asks a child process running gui/qt_info.py (qt_facts), and the platform probes start
+# a QGuiApplication in a child process too.
 
 QT_PROBE_TIMEOUT = 20  # seconds for one child process starting a QGuiApplication
+QT_FACTS_MODULE = "lantern_studio.gui.qt_info"  # run as a child: prints what Qt says as one JSON line
 
 
 # --------------------------------------------------------------------------- helpers
@@ -178,14 +179,50 @@ def probe_devices() -> dict:
     return out
 
 
+def display_available(env=None) -> bool:
+    """Whether a window can open here: on Linux a display (X11 or Wayland) or a Qt platform that needs
+    none (offscreen, minimal, vnc); elsewhere always. The one display probe (the studio command asks it)."""
+    env = os.environ if env is None else env
+    if not sys.platform.startswith("linux"):
+        return True
+    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")
+                or (env.get("QT_QPA_PLATFORM") or "") in ("offscreen", "minimal", "vnc"))
+
+
 def probe_display() -> dict:
-    out = {var: os.environ.get(var) for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM", "XDG_SESSION_TYPE")}
-    if sys.platform.startswith("linux"):
-        out["available"] = bool(out["DISPLAY"] or out["WAYLAND_DISPLAY"]
-                                or (out["QT_QPA_PLATFORM"] or "") in ("offscreen", "minimal", "vnc"))
-    else:
-        out["available"] = True
+    out: dict = {var: os.environ.get(var)
+                 for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM", "XDG_SESSION_TYPE")}
+    out["available"] = display_available()
     return out
+
+
+def qt_facts(env=None) -> dict:
+    """What Qt says, asked in a child process (the doctor never imports Qt): ``pyside6``, ``qt``,
+    ``platform_plugins_dir`` and ``app_data`` (gui/qt_info.py's ``facts()``), or ``{"error": …}`` naming
+    why the child could not tell. The child finds this same copy of the package (its folder first on
+    ``PYTHONPATH``). The frozen app has no separate Python to run: there it says so."""
+    if getattr(sys, "frozen", False):
+        return {"error": "not asked in the frozen app (no separate Python to run)"}
+    env = dict(os.environ if env is None else env)
+    env.pop("QT_DEBUG_PLUGINS", None)
+    here = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([here] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    try:
+        r = subprocess.run([sys.executable, "-m", QT_FACTS_MODULE], env=env, capture_output=True, text=True,
+                           timeout=QT_PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no answer within {QT_PROBE_TIMEOUT} s"}
+    except OSError as e:
+        return {"error": f"could not start {sys.executable}: {e.strerror or e}"}
+    lines = (r.stdout or "").strip().splitlines()
+    try:
+        facts = json.loads(lines[-1]) if r.returncode == 0 and lines else None
+    except ValueError:
+        facts = None
+    if not isinstance(facts, dict):
+        errors = [ln for ln in (r.stderr or "").splitlines() if ln.strip()]
+        return {"error": " | ".join(errors[-2:]) or f"exit status {r.returncode}"}
+    return facts
 
 
 def _qt_child_probe(platform_name: str) -> dict:
@@ -222,11 +259,14 @@ def _missing_libraries(path: Path) -> Optional[list]:
     return sorted({ln.split("=>")[0].strip() for ln in r.stdout.splitlines() if "not found" in ln})
 
 
-def probe_qt(child_probes: bool = True) -> dict:
-    from .gui.qt_info import platform_plugins_dir, qt_versions  # noqa: PLC0415 - guarded: a broken Qt still gets a report
-
-    out: dict = qt_versions()
-    plugins_dir = platform_plugins_dir()
+def probe_qt(child_probes: bool = True, facts: Optional[dict] = None) -> dict:
+    """Qt's versions and platform plugins (``facts``: :func:`qt_facts`, asked when not given), and
+    whether each platform starts (in a child process each, unless ``child_probes`` is False)."""
+    facts = qt_facts() if facts is None else facts
+    if "error" in facts:
+        raise RuntimeError(f"Qt could not be asked: {facts['error']}")
+    out: dict = {"pyside6": facts.get("pyside6"), "qt": facts.get("qt")}
+    plugins_dir = Path(facts["platform_plugins_dir"])
     out["platform_plugins_dir"] = str(plugins_dir)
     names = {}
     if plugins_dir.is_dir():
@@ -318,12 +358,10 @@ def qt_platform_problem(env=None) -> Optional[str]:
     platform = (env.get("QT_QPA_PLATFORM") or "").split(":")[0].strip().lower()
     if platform not in ("", "xcb") or (not platform and env.get("WAYLAND_DISPLAY")) or not env.get("DISPLAY"):
         return None
-    try:
-        from .gui.qt_info import platform_plugins_dir  # noqa: PLC0415 - Qt is heavy; a broken Qt is reported elsewhere
-
-        plugins = platform_plugins_dir()
-    except Exception:  # noqa: BLE001 - Qt itself missing is reported elsewhere
+    facts = qt_facts(env)
+    if "platform_plugins_dir" not in facts:  # Qt itself missing or broken is reported elsewhere
         return None
+    plugins = Path(facts["platform_plugins_dir"])
     plugin = next(iter(sorted(plugins.glob("libqxcb*"))), None) if plugins.is_dir() else None
     if plugin is None:
         return None
@@ -334,20 +372,20 @@ def qt_platform_problem(env=None) -> Optional[str]:
             f"({', '.join(missing)}); on Debian/Ubuntu: sudo apt-get install {XCB_PACKAGES}")
 
 
-def _app_data_dir() -> Path:
-    """The studio's user-data folder, named as the studio names it (without creating it)."""
-    from .gui.storage import app_data_dir  # noqa: PLC0415 - Qt places it; a broken Qt must still give a report
+def _app_data_dir(facts: dict) -> Path:
+    """The studio's user-data folder as the studio names it (``facts``: :func:`qt_facts`)."""
+    if "app_data" not in facts:
+        raise RuntimeError(f"Qt could not be asked where it keeps the studio's data: {facts.get('error')}")
+    return Path(facts["app_data"])
 
-    return app_data_dir(create=False)
 
-
-def probe_paths() -> dict:
+def probe_paths(facts: Optional[dict] = None) -> dict:
     out: dict = {}
     for key, fn in (("cache", paths.cache_dir), ("runs", paths.runs_dir), ("datasets", paths.data_dir),
                     ("resources", paths.resources_dir)):
         out[key] = _guard(lambda fn=fn: str(fn()))
     out["neighbour_tables"] = _guard(lambda: str(paths.cache_dir() / "neighbours"))
-    app_data = _guard(lambda: str(_app_data_dir()))
+    app_data = _guard(lambda: str(_app_data_dir(qt_facts() if facts is None else facts)))
     out["app_data"] = app_data
     if isinstance(app_data, str):
         out["settings"] = str(Path(app_data) / "settings.ini")
@@ -491,8 +529,10 @@ def collect(model: Optional[str] = None, qt_probe: bool = True, verify: bool = T
     report: dict = {"lantern_studio": _guard(probe_app), "python": _guard(probe_python),
                     "platform": _guard(probe_platform), "torch": _guard(probe_torch),
                     "devices": _guard(probe_devices), "threads": _guard(probe_threads),
-                    "display": _guard(probe_display), "qt": _guard(lambda: probe_qt(qt_probe)),
-                    "paths": _guard(probe_paths)}
+                    "display": _guard(probe_display)}
+    facts = _guard(qt_facts)  # one child process asks Qt what the qt and paths sections say
+    report["qt"] = _guard(lambda: probe_qt(qt_probe, facts))
+    report["paths"] = _guard(lambda: probe_paths(facts))
     report["disk"] = _guard(lambda: probe_disk(report["paths"] if isinstance(report["paths"], dict) else {}))
     report["model"] = _guard(lambda: probe_model(model, verify=verify))
     report["text_encoder"] = _guard(probe_text_encoder)

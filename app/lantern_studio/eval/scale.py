@@ -11,7 +11,7 @@ curve against the tokens per round the bench measured on the bundled model:
 for each Jacobi method of the bench report (its drafts cost no forward), the same formula as the bench's
 window pick (:mod:`.width_cost`).
 
-``lantern-studio bench-scale --preset GPT-XL --acceptance docs/bench-common-emoji64-v4.json --device cuda
+``lantern-studio bench-scale --preset GPT-XL --acceptance docs/bench/reports/bench-common-emoji64-v4.json --device cuda
 --compile --json scale.json`` (packaging/gpu/bench_gpu.sh runs it on a GPU machine).
 """
 

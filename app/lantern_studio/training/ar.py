@@ -40,9 +40,10 @@ from . import distributed
 from .common import atomic_torch_save, cosine_lr, write_json
 from .data import identity_weights, short_caption
 from .jitter import KINDS as JITTER_KINDS, Jitter
-from .errors import TrainingError, command
-from .lifecycle import Outcome, Plan, run_log, run_trainer
-from .loop import CHECKPOINT_NAME, LoopSettings
+from .errors import TrainingError
+from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
+from .loop import CHECKPOINT_NAME, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
+from .step import optimizer_step
 from .prepared import CaptionPrep, ClassPrep, Prep, as_prep, batch_from, load_prepared, prep_from_dict
 from .cca import BETA, LAMBDA, UNCOND_RATIO, Contrast
 from .validation import Sampling, SampleValidation, ValidationError
@@ -388,8 +389,6 @@ class ArTrainer:
     def train_step(self) -> dict[str, float]:
         a = self.a
         lr = cosine_lr(self.step, a.steps, a.lr, a.warmup)
-        for gparam in self.opt.param_groups:
-            gparam["lr"] = lr
         b = self.train_idx[torch.multinomial(self.train_w, a.batch, replacement=True, generator=self.gen)]
         rows = on_device(batch_from(self.data, b, self.gen), self.device)
         shown: dict[str, float] = {}
@@ -405,10 +404,7 @@ class ArTrainer:
                 loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs, copies=copies)
             else:  # --objective cca: against the frozen reference (cca.py)
                 loss, shown = self.contrast(self.model, rows[0], rows[1])
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
+        optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=1.0)
         if self.ema is not None:
             with torch.no_grad():
                 for k, v in self.model.state_dict().items():
@@ -445,19 +441,10 @@ class ArTrainer:
                               self.log, prep=self.data)
 
 
-def train(args) -> dict:
-    """Train (or resume); under torchrun every rank runs this, rank 0 logs, saves and exports.
-    → the exported metrics (``{"pack": FILE}`` for ``--pack-out``; ``{"step", "stopped_by"}`` when a
-    signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
-    return _run(args).result()
-
-
-@command
-def run(args) -> int:
-    return _run(args).code
-
-
 def _run(args) -> Outcome:
+    """Train (or resume); under torchrun every rank runs this, rank 0 logs, saves and exports (the exported
+    metrics; ``{"pack": FILE}`` for ``--pack-out``; ``{"step", "stopped_by"}`` when a signal stopped it,
+    checkpointed)."""
     group = distributed.setup()
     try:
         return _train(args, group)
@@ -467,6 +454,7 @@ def _run(args) -> Outcome:
 
 def _train(args, group) -> Outcome:
     """Check the options, prepare the data (or write it as a pack and stop), then the lifecycle."""
+    check_loop_arguments(args, min_steps=0)
     check_args(args)
     folder = Path(args.run)
     log = run_log(folder, group.rank)  # rank 0 writes the run's log; other ranks keep their own beside it
@@ -679,11 +667,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda (a GPU: packaging/gpu/train_v3_gpu.sh)")
     p.add_argument("--data", default=str(data_dir() / "emoji64"))
     p.add_argument("--run", default=str(runs_dir() / "ar"))
-    p.add_argument("--steps", type=int, default=8000, help="total steps of the schedule")
-    p.add_argument("--budget-minutes", type=float, default=None, help="stop (and checkpoint) after this much wall time")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--warmup", type=int, default=200)
+    loop_arguments(p, LoopDefaults(steps=8000, batch=32, lr=1e-3, warmup=200, threads=2, log_every=20,
+                                   eval_every=250))
     p.add_argument("--dim", type=int, default=256)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--heads", type=int, default=8)
@@ -724,14 +709,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--substitute", type=float, default=0.0, help="share of context tokens replaced by one of their "
                    "--neighbour-k nearest codes (the targets stay): contexts a relaxed acceptance creates")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with native bf16, "
                    "AVX512_BF16/AMX; several times slower on AVX2-only CPUs)")
-    p.add_argument("--log-every", type=int, default=20)
-    p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-images", type=int, default=128)
-    p.add_argument("--checkpoint-seconds", type=float, default=180.0)
     p.add_argument("--ema", type=float, default=0.0, help="keep an exponential moving average of the weights with "
                    "this decay (e.g. 0.999) and export it instead of the raw weights; 0 = off")
     p.add_argument("--validate-model", default=None, help="with --condition class: at every evaluation, draw "
@@ -754,3 +734,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write gpt.safetensors + metrics.json from the run's checkpoint without training")
     p.set_defaults(prepared=None)
 
+
+train, run, main = entry_points("train ar", __doc__, add_arguments, _run)

@@ -24,9 +24,9 @@ from ..paths import runs_dir
 from . import self_distill
 from .common import write_json
 from .drafter_loss import HeadTrainer
-from .errors import TrainingError, command
-from .lifecycle import Plan, run_log, run_trainer
-from .loop import LoopSettings
+from .errors import TrainingError
+from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
+from .loop import EXIT_CODES, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
 from .prepared import Prep, as_prep, batch_from, load_prepared
 
 
@@ -77,13 +77,19 @@ def prepared_data(prepared) -> Prep:
     return as_prep(prepared)
 
 
-def train(args) -> dict:
-    """Train (or resume) the drafter and export it; → its metrics (``{"step", "stopped_by"}`` when a
-    signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
-    return _run(args).result()
-
-
-def _run(args):
+def _run(args) -> Outcome:
+    """Train (or resume) the drafter and export it (its metrics; ``{"step", "stopped_by"}`` when a signal
+    stopped it, checkpointed); with ``--model``, self-distil that model's drafter instead (its summary)."""
+    if getattr(args, "model", None):
+        ns = argparse.Namespace(name=args.model, steps=args.steps, sequences=args.sequences, batch=args.batch,
+                                lr=args.lr, prompts=args.prompts_file, out=args.out, device=args.device,
+                                seed=args.seed)
+        summary = self_distill.distill(ns)
+        stopped_by = summary["stopped_by"]
+        return Outcome(EXIT_CODES.get(stopped_by or "", 0), summary["steps"], summary, stopped_by)
+    if not args.gpt:
+        raise TrainingError("train drafter needs --gpt (the bundled recipe) or --model NAME (self-distillation)")
+    check_loop_arguments(args, min_steps=0)
     folder = Path(args.run)
     log = run_log(folder)
 
@@ -114,30 +120,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None)
     p.add_argument("--prepared", default=str(runs_dir() / "ar" / "prepared.pt"), help="the AR run's prepared.pt")
     p.add_argument("--run", default=str(runs_dir() / "drafter"))
-    p.add_argument("--steps", type=int, default=1500)
-    p.add_argument("--budget-minutes", type=float, default=None)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--warmup", type=int, default=50)
+    loop_arguments(p, LoopDefaults(steps=1500, batch=16, lr=2e-3, warmup=50, threads=2, log_every=10, eval_every=100))
     p.add_argument("--cfg", type=float, default=3.0, help="guidance scale the drafter is tuned for")
     p.add_argument("--noise", type=float, default=0.1, help="uniform noise on input features (EAGLE)")
     p.add_argument("--p-weight", type=float, default=0.1, help="weight of the distribution loss")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--init-from", default=None, help="start from these drafter weights (an eagle.safetensors)")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--log-every", type=int, default=10)
-    p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--eval-images", type=int, default=64)
-    p.add_argument("--checkpoint-seconds", type=float, default=180.0)
 
 
-@command
-def run(args) -> int:
-    if args.model:
-        ns = argparse.Namespace(name=args.model, steps=args.steps, sequences=args.sequences, batch=args.batch,
-                                lr=args.lr, prompts=args.prompts_file, out=args.out, device=args.device,
-                                seed=args.seed)
-        return self_distill.run(ns)
-    if not args.gpt:
-        raise TrainingError("train drafter needs --gpt (the bundled recipe) or --model NAME (self-distillation)")
-    return _run(args).code
+train, run, main = entry_points("train drafter", __doc__, add_arguments, _run)

@@ -18,6 +18,7 @@ from ..engine.drafters import EagleHead
 from ..engine.model import rope_complex
 from ..engine.sampling import guided_logits
 from .common import cosine_lr
+from .step import optimizer_step
 
 
 def drafter_losses(gpt, head, tok, emb, mask, cfg_scale: float, noise: float, gen=None):
@@ -75,15 +76,10 @@ class HeadTrainer:
 
     def train_step(self) -> dict[str, float]:
         lr = cosine_lr(self.step, self.steps, self.lr, self.warmup)
-        for gp in self.opt.param_groups:
-            gp["lr"] = lr
         tok, emb, mask = self.batch()
         lf, lp, ag = drafter_losses(self.gpt, self.model, tok, emb, mask, self.cfg, self.noise, self.gen)
         loss = lf + self.p_weight * lp
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
+        optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=1.0)
         self.step += 1
         return {"feat": float(lf.detach()), "kl": float(lp.detach()), "top1": float(ag), "lr": lr}
 

@@ -31,6 +31,12 @@ def one_line(message: str) -> str:
     return " ".join(str(message).split())
 
 
+def need(cond: bool, flag: str, allowed: str, value) -> None:
+    """A flag's value checked: when ``cond`` is false, a :class:`TrainingError` ``FLAG=VALUE: must be ALLOWED``."""
+    if not cond:
+        raise TrainingError(f"{flag}={value!r}: must be {allowed}")
+
+
 def command(run: Callable[[A], int]) -> Callable[[A], int]:
     """A training command's ``run(args)`` at the edge: a :class:`TrainingError` from anywhere inside
     becomes one ``lantern-studio: …`` line on stderr and exit code 2."""

@@ -31,9 +31,10 @@ from ..engine.sampling import guided_logits
 from ..models.local import folder_file, install_heads, read_manifest, verify_files
 from ..paths import runs_dir
 from .common import cosine_lr, write_json
-from .errors import TrainingError, command
-from .lifecycle import Plan, run_log, run_trainer
-from .loop import CHECKPOINT_NAME, LoopSettings
+from .errors import TrainingError
+from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
+from .loop import CHECKPOINT_NAME, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
+from .step import optimizer_step
 from .prepared import Prep, as_prep, batch_from, load_prepared
 
 
@@ -114,13 +115,8 @@ class HeadsTrainer:
 
     def train_step(self) -> dict[str, float]:
         lr = cosine_lr(self.step, self.a.steps, self.a.lr, self.a.warmup)
-        for gp in self.opt.param_groups:
-            gp["lr"] = lr
         loss, accept, _ = self._losses(self.batch(), self.a.positions)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
+        optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=1.0)
         self.step += 1
         return {"loss": float(loss.detach()), "accept1": float(accept[0]), "lr": lr}
 
@@ -234,15 +230,12 @@ def checked_config(config, dim: int, who: str) -> dict:
             "temperature": float(config["temperature"])}
 
 
-def train(args) -> dict:
-    """Train (or resume) the heads and export them; → their metrics (``{"step", "stopped_by"}`` when a
-    signal stopped it, checkpointed). Bad input raises :class:`.errors.TrainingError`."""
-    return _run(args).result()
-
-
-def _run(args):
+def _run(args) -> Outcome:
+    """Train (or resume) the heads and export them (their metrics; ``{"step", "stopped_by"}`` when a
+    signal stopped it, checkpointed)."""
     if not args.model:
         raise TrainingError("train heads needs --model FOLDER (the model folder whose target the heads draft for)")
+    check_loop_arguments(args, min_steps=0)
     folder = Path(args.run)
     log = run_log(folder)
 
@@ -274,24 +267,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="kl: the target's own distribution at each position; ce: the data tokens")
     p.add_argument("--cfg", type=float, default=None, help="guidance scale (default: the model's)")
     p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the model's)")
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--budget-minutes", type=float, default=None)
-    p.add_argument("--batch", type=int, default=8)
+    loop_arguments(p, LoopDefaults(steps=1000, batch=8, lr=2e-3, warmup=50, threads=1, log_every=20, eval_every=200))
     p.add_argument("--positions", type=int, default=0,
                    help="train the heads at this many random positions of each batch (0: all; cheaper steps)")
     p.add_argument("--bf16", action="store_true", help="the frozen target's forward under bf16 autocast")
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--warmup", type=int, default=50)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--log-every", type=int, default=20)
-    p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--eval-images", type=int, default=32)
-    p.add_argument("--checkpoint-seconds", type=float, default=180.0)
     p.add_argument("--export", action="store_true", help="write the export from the run's checkpoint and stop")
     p.add_argument("--into", default=None, help="also install the export into this model folder")
 
 
-@command
-def run(args) -> int:
-    return _run(args).code
+train, run, main = entry_points("train heads", __doc__, add_arguments, _run)

@@ -12,6 +12,10 @@
 5. **export** the weights (so far: a budgeted run always leaves usable ones); a signal that stopped a
    resumable run exports nothing (the same command resumes).
 
+Every trainer module gets its entry points from :func:`entry_points` (``train(args)`` for Python,
+``run(args)`` for the command, ``main(argv)``), its loop flags from :func:`.loop.loop_arguments` and its
+optimiser step from :func:`.step.optimizer_step`.
+
 Bad input anywhere raises :class:`.errors.TrainingError` (a missing file or a ValueError met while
 building becomes one); the command edge (:func:`.errors.command`) reports it. :class:`Outcome` says how
 it ended: exit code 0 done or stopped by budget / ``--stop-after``, 130 Ctrl-C, 143 SIGTERM.
@@ -19,6 +23,7 @@ it ended: exit code 0 done or stopped by budget / ``--stop-after``, 130 Ctrl-C, 
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -26,7 +31,7 @@ from typing import Any, Callable, Protocol
 import torch
 
 from .common import RunLog
-from .errors import TrainingError
+from .errors import TrainingError, command
 from .loop import CHECKPOINT_NAME, LoopSettings, Steppable, TrainingLoop, read_checkpoint, restore
 
 
@@ -165,3 +170,33 @@ def run_trainer(plan: Plan, build: Callable[[dict | None], Trainer], describe: C
         return train_and_export(plan, trainer, loop, describe)
     finally:
         torch.set_num_threads(prev_threads)
+
+
+def entry_points(name: str, doc: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+                 outcome: Callable[[Any], Outcome]):
+    """A trainer's three entry points, the same for every trainer, from its ``outcome(args)`` (the
+    command's checks, then :func:`run_trainer`) → ``(train, run, main)``:
+
+    * ``train(args) -> dict``: the Python API: the export's metrics (:meth:`Outcome.result`); bad input
+      raises :class:`.errors.TrainingError`;
+    * ``run(args) -> int``: the command (``lantern-studio NAME``): the exit code; bad input is one line
+      on stderr and exit code 2 (:func:`.errors.command`);
+    * ``main(argv) -> int``: ``run`` on a command line parsed with ``add_arguments`` (``python -m``).
+    """
+
+    def train(args) -> dict[str, Any]:
+        """Train (or resume, or export); → the export's metrics; bad input raises TrainingError."""
+        return outcome(args).result()
+
+    @command
+    def run(args) -> int:
+        """The command: train (or resume, or export); → the process exit code."""
+        return outcome(args).code
+
+    def main(argv: list[str] | None = None) -> int:
+        """``run`` on a command line (``argv``, default ``sys.argv[1:]``)."""
+        parser = argparse.ArgumentParser(prog=f"lantern-studio {name}", description=(doc or "").split("\n\n")[0])
+        add_arguments(parser)
+        return run(parser.parse_args(argv))
+
+    return train, run, main

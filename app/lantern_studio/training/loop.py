@@ -31,6 +31,7 @@ checkpoint (its samples are not kept) and with the caller's cancel and progress 
 
 from __future__ import annotations
 
+import argparse
 import math
 import shutil
 import signal
@@ -44,7 +45,7 @@ import torch
 
 from ..engine.checkpoints import describe_mismatch
 from .common import atomic_torch_save
-from .errors import TrainingError
+from .errors import TrainingError, need
 
 FORMAT = "lantern-studio/training-checkpoint"
 VERSION = 2
@@ -83,6 +84,62 @@ class LoopSettings:
     def from_args(cls, a) -> "LoopSettings":
         return cls(steps=a.steps, budget_minutes=a.budget_minutes, checkpoint_seconds=a.checkpoint_seconds,
                    log_every=a.log_every, eval_every=a.eval_every, stop_after=getattr(a, "stop_after", None))
+
+
+@dataclass(frozen=True)
+class LoopDefaults:
+    """One trainer's defaults for the loop flags every trainer takes (:func:`loop_arguments`).
+    ``stop_after``: whether it also takes the hidden ``--stop-after N`` (the tests' early stop)."""
+
+    steps: int
+    batch: int
+    lr: float
+    warmup: int
+    threads: int
+    log_every: int
+    eval_every: int
+    checkpoint_seconds: float = 180.0
+    seed: int = 0
+    stop_after: bool = False
+
+
+def loop_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, defaults: LoopDefaults) -> None:
+    """The loop flags, the same in every trainer: the schedule (``--steps``, ``--lr``, ``--warmup``), the
+    batch and seed, the budget, the CPU threads and the log / evaluation / checkpoint cadence."""
+    d = defaults
+    parser.add_argument("--steps", type=int, default=d.steps, help="total steps of the schedule (default: %(default)s)")
+    parser.add_argument("--budget-minutes", type=float, default=None,
+                        help="stop (and checkpoint) after this much wall time; the same command resumes")
+    if d.stop_after:
+        parser.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--batch", type=int, default=d.batch, help="batch size (default: %(default)s)")
+    parser.add_argument("--lr", type=float, default=d.lr, help="peak learning rate (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=d.warmup, help="linear warm-up steps (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--threads", type=int, default=d.threads, help="torch CPU threads (default: %(default)s)")
+    parser.add_argument("--log-every", type=int, default=d.log_every,
+                        help="a progress line every N steps (default: %(default)s)")
+    parser.add_argument("--eval-every", type=int, default=d.eval_every,
+                        help="an evaluation every N steps (0: only at the end; default: %(default)s)")
+    parser.add_argument("--checkpoint-seconds", type=float, default=d.checkpoint_seconds,
+                        help="write a resumable checkpoint this often (default: %(default)s)")
+
+
+def check_loop_arguments(a, *, min_steps: int = 1) -> None:
+    """The loop flags' values, each named when out of range (a :class:`.errors.TrainingError`).
+    ``min_steps=0`` for a trainer whose ``--steps 0`` exports its start weights untrained (a grown or
+    warm-started model)."""
+    need(a.steps >= min_steps, "--steps", f">= {min_steps}", a.steps)
+    need(a.batch >= 1, "--batch", ">= 1", a.batch)
+    need(a.lr > 0, "--lr", "> 0", a.lr)
+    need(a.warmup >= 0, "--warmup", ">= 0", a.warmup)
+    need(a.budget_minutes is None or a.budget_minutes >= 0, "--budget-minutes", ">= 0", a.budget_minutes)
+    need(a.threads >= 1, "--threads", ">= 1", a.threads)
+    need(a.log_every >= 1, "--log-every", ">= 1", a.log_every)
+    need(a.eval_every >= 0, "--eval-every", ">= 0", a.eval_every)
+    need(a.checkpoint_seconds > 0, "--checkpoint-seconds", "> 0", a.checkpoint_seconds)
+    stop_after = getattr(a, "stop_after", None)
+    need(stop_after is None or stop_after >= 0, "--stop-after", ">= 0", stop_after)
 
 
 def read_checkpoint(path: Path, kind: str) -> dict | None:

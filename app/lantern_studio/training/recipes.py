@@ -26,11 +26,11 @@ RECIPE = [
     "lantern-studio train ship --vq ~/.cache/lantern-studio/runs/vqdec/vq.safetensors \\\n"
     "    --eagle ~/.cache/lantern-studio/runs/drafter2/eagle.safetensors --grid",
     "lantern-studio bench --n 76 --threads 1 --methods 'exact-jacobi' 'lantern-jacobi-*' --no-warmup \\\n"
-    "    --json docs/bench-fidelity-emoji64.json --out docs/bench-fidelity   # the bench's pick; DEFAULTS says why k 64, δ 0.2 ship",
-    "lantern-studio bench --n 8 --threads 1 --json docs/bench-emoji64.json --out docs/bench",
+    "    --json docs/bench/reports/bench-fidelity-emoji64.json --out docs/bench-fidelity   # the bench's pick; DEFAULTS says why k 64, δ 0.2 ship",
+    "lantern-studio bench --n 8 --threads 1 --json docs/bench/reports/bench-emoji64.json --out docs/bench",
     "lantern-studio train ship --card-only --vq ~/.cache/lantern-studio/runs/vqdec/vq.safetensors \\\n"
     "    --eagle ~/.cache/lantern-studio/runs/drafter2/eagle.safetensors \\\n"
-    "    --bench-json docs/bench-fidelity-emoji64.json docs/bench-emoji64.json --grid   # grid at the final defaults",
+    "    --bench-json docs/bench/reports/bench-fidelity-emoji64.json docs/bench/reports/bench-emoji64.json --grid   # grid at the final defaults",
     "# session 3 (2026-12-01, 2-core AMD EPYC with AVX2 only, no GPU): data v2 (five art styles, identity-balanced",
     "# sampling); the session-2 tokenizer, drafter and recogniser are kept as they were (copied to runs/ship2/*)",
     "lantern-studio train data   # 15,318 images of 1,911 identities; manifest hashes below",
@@ -45,10 +45,10 @@ RECIPE = [
     "    --recogniser ~/.cache/lantern-studio/runs/ship2/recogniser/recogniser.safetensors",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --threads 1 --methods exact-jacobi \\\n"
     "    exact-jacobi-L24 lantern-jacobi-k64-d0.2 lantern-jacobi-k64-d0.2-L24 lantern-jacobi-k256-d0.4 \\\n"
-    "    lantern-jacobi-k256-d0.4-L16 lantern-jacobi-k256-d0.4-L24 --json docs/bench-common-emoji64.json --out docs/bench-common",
+    "    lantern-jacobi-k256-d0.4-L16 lantern-jacobi-k256-d0.4-L24 --json docs/bench/reports/bench-common-emoji64.json --out docs/bench-common",
     "lantern-studio train ship --card-only --gpt ~/.cache/lantern-studio/runs/ar-v2/gpt.safetensors \\\n"
     "    --vq ~/.cache/lantern-studio/runs/ship2/vq/vq.safetensors --eagle ~/.cache/lantern-studio/runs/ship2/eagle/eagle.safetensors \\\n"
-    "    --recogniser ~/.cache/lantern-studio/runs/ship2/recogniser/recogniser.safetensors --bench-json docs/bench-common-emoji64.json \\\n"
+    "    --recogniser ~/.cache/lantern-studio/runs/ship2/recogniser/recogniser.safetensors --bench-json docs/bench/reports/bench-common-emoji64.json \\\n"
     "    --grid   # model.json defaults: draft_length 24 (DEFAULTS says why)",
     "# session 4 (2026-12-01, same machine kind): the v2 run resumed from its step-1196 checkpoint with the same",
     "# train ar command (1 thread beside other work, paused for benches) and stopped after the step-1659 checkpoint",
@@ -85,15 +85,15 @@ RECIPE = [
     "    --judge-ceiling ~/.cache/lantern-studio/runs/judge/loso-google/metrics.json --grid",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 48 --seeds-per-prompt 4 --threads 1 \\",
     "    --methods vanilla-fp32 exact-jacobi-L24 lantern-jacobi-k64-d0.2-L24 lantern-jacobi-k256-d0.4-L24 \\",
-    "    --json docs/bench-common-emoji64.json --out docs/bench-common   # (written under /tmp, then copied here)",
+    "    --json docs/bench/reports/bench-common-emoji64.json --out docs/bench-common   # (written under /tmp, then copied here)",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --threads 1 --methods vanilla-fp32 \\",
     "    exact-jacobi-L24 lantern-jacobi-k64-d0.2-L24 lantern-jacobi-k256-d0.4-L24 exact-eagle lantern-eagle-k256-d0.4 \\",
-    "    --no-pictures --json docs/bench-speed-emoji64.json   # the speed run, training paused, nothing else running",
+    "    --no-pictures --json docs/bench/reports/bench-speed-emoji64.json   # the speed run, training paused, nothing else running",
     "lantern-studio train ship --card-only --gpt ~/.cache/lantern-studio/runs/ar-v2/gpt.safetensors \\",
     "    --vq ~/.cache/lantern-studio/runs/ship2/vq/vq.safetensors --eagle ~/.cache/lantern-studio/runs/ship2/eagle/eagle.safetensors \\",
     "    --recogniser ~/.cache/lantern-studio/runs/judge/all/recogniser.safetensors \\",
     "    --judge-ceiling ~/.cache/lantern-studio/runs/judge/loso-google/metrics.json \\",
-    "    --bench-json docs/bench-common-emoji64.json docs/bench-speed-emoji64.json",
+    "    --bench-json docs/bench/reports/bench-common-emoji64.json docs/bench/reports/bench-speed-emoji64.json",
 ]
 
 
@@ -138,10 +138,10 @@ RECIPE_V3 = [
     "# the run: 2100 steps, 5211 s of wall time on 2 threads (beside other work); NLL on a fixed sample of training",
     "# images 1.918 @250, 1.802 @500, 1.734 @750, 1.620 @1000, 1.505 @1250, 1.403 @1500, 1.355 @1750, 1.272 @2100",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 \\",
-    "    --methods vanilla-fp32 exact-jacobi-L24 lantern-jacobi-k64-d0.2-L24 --json docs/bench-common-emoji64-v3.json",
+    "    --methods vanilla-fp32 exact-jacobi-L24 lantern-jacobi-k64-d0.2-L24 --json docs/bench/reports/bench-common-emoji64-v3.json",
     "lantern-studio train ship --card-only --gpt RUNS/v3-core/gpt.safetensors --vq PARTS/vq/vq.safetensors \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json \\",
-    "    --bench-json docs/bench-common-emoji64-v3.json",
+    "    --bench-json docs/bench/reports/bench-common-emoji64-v3.json",
     "# to continue on a new machine (the optimizer state stays outside git): the same train ar command with a new",
     "# --run folder, --init-from resources/models/emoji-64/gpt.safetensors --start-step 2100 and a larger --steps;",
     "# to widen the repertoire: --repertoire everyday --grow-from resources/models/emoji-64/gpt.safetensors (its",
@@ -161,15 +161,15 @@ RECIPE_V3 = [
     "# the Jacobi window: a verify's cost grows with its width on this CPU; the bench's width-cost curve and the tokens",
     "# per round at windows 8/12/16/24 pick 12 (validation names, never the evaluation prompts):",
     "lantern-studio bench --prompts train-captions --n 12 --seeds-per-prompt 2 --threads 1 --methods exact-jacobi-L8 \\",
-    "    exact-jacobi-L12 exact-jacobi-L24 'lantern-jacobi-k64-d0.2-L*' '*-g*' --json docs/bench-val-emoji64-v3-window.json",
+    "    exact-jacobi-L12 exact-jacobi-L24 'lantern-jacobi-k64-d0.2-L*' '*-g*' --json docs/bench/reports/bench-val-emoji64-v3-window.json",
     "lantern-studio train ship --gpt RUNS/v3-every/gpt.safetensors --vq PARTS/vq/vq.safetensors --eagle none \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json --grid",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 \\",
     "    --methods vanilla-fp32 exact-jacobi-L12 lantern-jacobi-k64-d0.2-L12 lantern-jacobi-k64-d0.2-L24 \\",
-    "    --json docs/bench-common-emoji64-v3-everyday.json",
+    "    --json docs/bench/reports/bench-common-emoji64-v3-everyday.json",
     "lantern-studio train ship --card-only --gpt RUNS/v3-every/gpt.safetensors --vq PARTS/vq/vq.safetensors \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json \\",
-    "    --bench-json docs/bench-common-emoji64-v3-everyday.json",
+    "    --bench-json docs/bench/reports/bench-common-emoji64-v3-everyday.json",
     "# on a GPU (packaging/gpu/train_v3_gpu.sh): `pack RUNS/v3-every` here, `train OUT` there, then ship OUT's weights",
     "# session 8 (2026-12-02, the same machine): the shipped weights. The same run resumed with --steps 3400 (a second",
     "# cosine from step 1700, peak 1e-3, floor 1e-4; --threads 2, then 1 beside other work; stopped by SIGTERM at 2455",
@@ -188,10 +188,10 @@ RECIPE_V3 = [
     "#   (the tokenizer and judge ship byte for byte: their hashes are unchanged since session 6)",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 \\",
     "    --methods vanilla-fp32 exact-jacobi-L12 lantern-jacobi-k64-d0.2-L12 lantern-jacobi-k64-d0.2-L24 \\",
-    "    --json docs/bench-common-emoji64-v3-s8.json   # training paused (SIGSTOP) while it ran",
+    "    --json docs/bench/reports/bench-common-emoji64-v3-s8.json   # training paused (SIGSTOP) while it ran",
     "lantern-studio train ship --card-only --gpt RUNS/v3-every/gpt.safetensors --vq PARTS/vq/vq.safetensors \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json \\",
-    "    --bench-json docs/bench-common-emoji64-v3-s8.json",
+    "    --bench-json docs/bench/reports/bench-common-emoji64-v3-s8.json",
     "# session 9 (2026-12-02, the same machine): the shipped weights, step 6000. From the step-3400 weights in a new",
     "# run folder (the one training loop's checkpoint format; the optimizer state starts afresh), on the cosine of",
     "# --lr 5e-4 over steps 0-6000 taken from step 3400 (lr 2.3e-4 falling to 5e-5; the schedule runs on the global",
@@ -211,10 +211,10 @@ RECIPE_V3 = [
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json --grid",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 \\",
     "    --methods vanilla-fp32,exact-jacobi-L12,lantern-jacobi-k64-d0.2-L12,lantern-jacobi-k64-d0.2-L8 \\",
-    "    --json docs/bench-common-emoji64-v3-s9.json   # nothing else running",
+    "    --json docs/bench/reports/bench-common-emoji64-v3-s9.json   # nothing else running",
     "lantern-studio train ship --card-only --gpt RUNS/v3-every-b/gpt.safetensors --vq PARTS/vq/vq.safetensors \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json \\",
-    "    --bench-json docs/bench-common-emoji64-v3-s9.json",
+    "    --bench-json docs/bench/reports/bench-common-emoji64-v3-s9.json",
     "# the continuation (not shipped): from the shipped weights in a new run folder, on the cosine of --lr 3e-4 over",
     "# steps 0-8000 taken from step 6000 (lr 7e-5 falling to 3e-5)",
     "lantern-studio train ar --condition class --repertoire everyday --vq RUNS/vq-v2.safetensors --run RUNS/v3-every-c \\",
@@ -253,10 +253,10 @@ RECIPE_V3 = [
     "#   (PARTS: the shipped vq.safetensors and recogniser.safetensors, unchanged, with the figures this card has",
     "#   quoted for them since sessions 2 and 5 as metrics.json)",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 \\",
-    "    --methods vanilla-fp32,exact-jacobi-L12,lantern-jacobi-k64-d0.2-L12 --json docs/bench-common-emoji64-v4.json",
+    "    --methods vanilla-fp32,exact-jacobi-L12,lantern-jacobi-k64-d0.2-L12 --json docs/bench/reports/bench-common-emoji64-v4.json",
     "lantern-studio train ship --card-only --gpt RUNS/v4-B-flat/gpt.safetensors --vq PARTS/vq/vq.safetensors \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json \\",
-    "    --bench-json docs/bench-common-emoji64-v4.json",
+    "    --bench-json docs/bench/reports/bench-common-emoji64-v4.json",
     "# to widen again (two styles, then five) on a new machine: the B command with --styles fluent-flat,google, a new",
     "# --run folder and --init-from resources/models/emoji-64/gpt.safetensors (the v4 weights); keep --grow-from",
     "# the widening run begun (not shipped): fluent flat + google (3,491 images), from the v4 weights, lr 5e-4 on a",
@@ -285,10 +285,10 @@ RECIPE_V3 = [
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json --grid",
     "lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 \\",
     "    --compile --methods vanilla-fp32 vanilla-bf16 exact-jacobi-L12 lantern-jacobi-k64-d0.2-L12 \\",
-    "    lantern-jacobi-k256-d0.4-L16 --json docs/bench-common-emoji64-v4-1.json",
+    "    lantern-jacobi-k256-d0.4-L16 --json docs/bench/reports/bench-common-emoji64-v4-1.json",
     "lantern-studio train ship --card-only --gpt RUNS/v4-C-flat-google/gpt.safetensors --vq PARTS/vq/vq.safetensors \\",
     "    --recogniser PARTS/judge/recogniser.safetensors --judge-ceiling PARTS/judge-ceiling/metrics.json \\",
-    "    --bench-json docs/bench-common-emoji64-v4-1.json",
+    "    --bench-json docs/bench/reports/bench-common-emoji64-v4-1.json",
     "# the widening run begun (not shipped): all five styles (8,178 images) from the v4.1 weights, lr 5e-4 on a",
     "# cosine over 3000 steps, 1 thread beside other work, no validation while it ran:",
     "lantern-studio train ar --condition class --repertoire everyday --vq resources/models/emoji-64/vq.safetensors \\",
@@ -348,7 +348,7 @@ Sampling, re-picked on 32 other validation names × 2 seeds: T 0.5/k 10/CFG 1.5 
 subgroup, seeds differ 19 %), T 0.4/k 8/CFG 1.5 64.1 % (78 %, 19 %), T 0.3/k 5/CFG 2 45.3 % (61 %, 47 %); T 0.5 /
 top-k 10 / CFG 1.5 shipped with v4; v4.1 ships T 0.5 / top-k 10 / **CFG 1** (guidance-free; the table's CFG 1
 rows). At CFG 1, T 0.7 / top-k 20 doubles the pairs that differ (29–38 %) for 2–4 points of fidelity in fluent
-flat and 19 in google; T 0.9 / top-k 40 reaches 50 % at 67 % identity top-5 (v4, the same 24 names). The style `any` (one of the two styles by the seed), measured on the common prompts (`lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 --methods vanilla-fp32 lantern-jacobi-k64-d0.2-L12 --style any`, 96 images a method; docs/bench-common-emoji64-v4-1-style-any.json): seeds differ for 62 % of the prompts (vanilla; 58 % at the LANTERN default) against 12 % (21 %) in the default style, but identity top-5 falls from 82.3 % to 59.4 % (LANTERN 80.2 % to 61.5 %): google art is drawn less surely than fluent flat, so `any` stays a setting, not the default. **Variety** (two seeds' mean absolute pixel difference ≥ 12 of 255): higher guidance or
+flat and 19 in google; T 0.9 / top-k 40 reaches 50 % at 67 % identity top-5 (v4, the same 24 names). The style `any` (one of the two styles by the seed), measured on the common prompts (`lantern-studio bench --prompts resources/models/emoji-64/common_prompts.json --n 24 --seeds-per-prompt 4 --threads 1 --methods vanilla-fp32 lantern-jacobi-k64-d0.2-L12 --style any`, 96 images a method; docs/bench/reports/bench-common-emoji64-v4-1-style-any.json): seeds differ for 62 % of the prompts (vanilla; 58 % at the LANTERN default) against 12 % (21 %) in the default style, but identity top-5 falls from 82.3 % to 59.4 % (LANTERN 80.2 % to 61.5 %): google art is drawn less surely than fluent flat, so `any` stays a setting, not the default. **Variety** (two seeds' mean absolute pixel difference ≥ 12 of 255): higher guidance or
 temperature buys variety only by losing fidelity on this memorising model (54 % of pairs differ at CFG 2, 19 % at
 1.5); the target of half the prompts is not met at the shipped default. The tokenizer is not the ceiling: the
 judge recognises 97 % of its round trips of fluent-flat training images (FEASIBILITY.md); the 47.5 % quoted below

@@ -67,9 +67,10 @@ from ..engine.tokenizer import load_vq
 from ..models.dataset import DatasetError, default_out_dir, load_dataset
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
-from .errors import TrainingError, command
-from .lifecycle import Plan, run_log, run_trainer
-from .loop import CHECKPOINT_NAME, LoopSettings
+from .errors import TrainingError, need
+from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
+from .loop import CHECKPOINT_NAME, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
+from .step import optimizer_step
 
 __all__ = [
     "RecogniserData",
@@ -78,6 +79,7 @@ __all__ = [
     "augment",
     "evaluate",
     "add_arguments",
+    "train",
     "run",
     "main",
 ]
@@ -363,8 +365,6 @@ class _Trainer:
     def train_step(self) -> dict[str, float]:
         a = self.a
         lr = _lr_at(self.step, a.steps, a.lr, a.warmup, a.min_lr_ratio)
-        for g in self.opt.param_groups:
-            g["lr"] = lr
         pick = torch.multinomial(self.weights, a.batch, replacement=True, generator=self.gen).numpy()
         rows = self.data.train_idx[pick]
         x = augment(to_input(self.data.images[rows], self.cfg.image_size), self.gen,
@@ -373,11 +373,7 @@ class _Trainer:
         y = torch.from_numpy(self.data.labels[rows])
         logits = self.model(x)
         loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if a.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.grad_clip)
-        self.opt.step()
+        optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=a.grad_clip)
         self.step += 1
         acc = (logits.argmax(1) == y).float().mean().item()
         return {"loss": loss.item(), "acc": acc, "lr": lr}
@@ -518,9 +514,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: <runs dir>/recogniser)")
     g.add_argument("--out", type=Path, default=None,
                    help=f"where to write the fp16 recogniser (default: <run>/{WEIGHTS_NAME})")
-    g.add_argument("--steps", type=int, default=1200, help="total target steps (default: 1200)")
-    g.add_argument("--budget-minutes", type=float, default=None,
-                   help="stop cleanly (checkpoint + export) after this much wall time; re-run to continue")
     g.add_argument("--export", action="store_true",
                    help="don't train: export the checkpoint's weights and metrics now")
     g.add_argument("--label", choices=["subgroup", "identity"], default="subgroup",
@@ -528,12 +521,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--holdout-style", default=None, metavar="STYLE",
                    help="hold out one art style's images instead of the identity split "
                         "(the leave-one-style-out ceiling); 'none': train on every image")
-    g.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+
+    loop_arguments(parser.add_argument_group("the loop"), LoopDefaults(
+        steps=1200, batch=64, lr=2e-3, warmup=50, threads=1, log_every=25, eval_every=500, stop_after=True))
 
     g = parser.add_argument_group("optimisation")
-    g.add_argument("--batch", type=int, default=64, help="batch size (default: 64)")
-    g.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default: 2e-3)")
-    g.add_argument("--warmup", type=int, default=50, help="linear warm-up steps (default: 50)")
     g.add_argument("--min-lr-ratio", type=float, default=0.02, help="cosine floor as a fraction of --lr")
     g.add_argument("--weight-decay", type=float, default=0.05)
     g.add_argument("--grad-clip", type=float, default=2.0)
@@ -551,7 +543,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="chance of a down/up-scale per image, to 3/8..3/4 of the side and back (default: 0)")
     g.add_argument("--noise", type=float, default=0.0,
                    help="max std of Gaussian pixel noise on half the images, [-1, 1] units (default: 0)")
-    g.add_argument("--seed", type=int, default=0)
 
     g = parser.add_argument_group("architecture (new runs only)")
     g.add_argument("--stem", type=int, default=32, help="stem channels (default: 32)")
@@ -561,29 +552,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--dropout", type=float, default=0.1)
 
     g = parser.add_argument_group("machine and logging")
-    g.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
-    g.add_argument("--log-every", type=int, default=25)
-    g.add_argument("--eval-every", type=int, default=500, help="evaluation every N steps (0: off)")
     g.add_argument("--eval-batch", type=int, default=128)
     g.add_argument("--train-eval-images", type=int, default=1000,
                    help="train images (fixed subset) for the reported train accuracy")
-    g.add_argument("--checkpoint-seconds", type=float, default=180.0,
-                   help="write a resumable checkpoint this often (default: 180)")
 
 
 def _check_args(a: argparse.Namespace) -> None:
-    def need(cond: bool, flag: str, allowed: str, value: Any) -> None:
-        if not cond:
-            raise TrainingError(f"{flag}={value!r}: must be {allowed}")
-
-    need(a.steps >= 1, "--steps", ">= 1", a.steps)
-    need(a.batch >= 1, "--batch", ">= 1", a.batch)
-    need(a.lr > 0, "--lr", "> 0", a.lr)
-    need(a.warmup >= 0, "--warmup", ">= 0", a.warmup)
+    check_loop_arguments(a)
     need(0 <= a.min_lr_ratio <= 1, "--min-lr-ratio", "in [0, 1]", a.min_lr_ratio)
     need(a.weight_decay >= 0, "--weight-decay", ">= 0", a.weight_decay)
     need(0 <= a.label_smoothing < 1, "--label-smoothing", "in [0, 1)", a.label_smoothing)
-    need(a.budget_minutes is None or a.budget_minutes >= 0, "--budget-minutes", ">= 0", a.budget_minutes)
     need(0 <= a.shift <= 16, "--shift", "in [0, 16]", a.shift)
     need(0 <= a.jitter < 1, "--jitter", "in [0, 1)", a.jitter)
     need(0 <= a.blur_prob <= 1, "--blur-prob", "in [0, 1]", a.blur_prob)
@@ -592,18 +570,12 @@ def _check_args(a: argparse.Namespace) -> None:
     need(a.stem >= 1, "--stem", ">= 1", a.stem)
     need(a.feature_dim >= 1, "--feature-dim", ">= 1", a.feature_dim)
     need(0 <= a.dropout < 1, "--dropout", "in [0, 1)", a.dropout)
-    need(a.threads >= 1, "--threads", ">= 1", a.threads)
-    need(a.log_every >= 1, "--log-every", ">= 1", a.log_every)
-    need(a.eval_every >= 0, "--eval-every", ">= 0", a.eval_every)
     need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
     need(a.train_eval_images >= 1, "--train-eval-images", ">= 1", a.train_eval_images)
-    need(a.checkpoint_seconds > 0, "--checkpoint-seconds", "> 0", a.checkpoint_seconds)
-    need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
 
 
-@command
-def run(args: argparse.Namespace) -> int:
-    """Train (or resume, or ``--export``) the recogniser. Returns a process exit code."""
+def _run(args: argparse.Namespace) -> Outcome:
+    """Train (or resume, or ``--export``) the recogniser."""
     a = args
     a.data = Path(a.data) if a.data else default_out_dir()
     a.run = Path(a.run) if a.run else paths.runs_dir() / "recogniser"
@@ -629,14 +601,10 @@ def run(args: argparse.Namespace) -> int:
 
     plan = Plan(kind=_Trainer.kind, settings=LoopSettings.from_args(a), out=out, log=log, folder=a.run,
                 threads=a.threads, export_only=a.export)
-    return run_trainer(plan, build, describe).code
+    return run_trainer(plan, build, describe)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lantern-studio train recogniser",
-                                     description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+train, run, main = entry_points("train recogniser", __doc__, add_arguments, _run)
 
 
 if __name__ == "__main__":

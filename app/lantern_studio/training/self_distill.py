@@ -270,8 +270,9 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
-@command
-def run(args) -> int:
+def distill(args) -> dict:
+    """``models distill`` (and ``train drafter --model``) from Python: self-distil with progress bars and
+    a closing line; → the summary. Bad input raises :class:`.errors.TrainingError`."""
     prompts = None
     if args.prompts:
         prompts = [ln.strip() for ln in Path(args.prompts).read_text().splitlines() if ln.strip()]
@@ -292,4 +293,10 @@ def run(args) -> int:
     print(f"wrote {summary['path']}: held-out top-1 agreement {summary['heldout_top1_agreement']:.3f} "
           f"after {summary['steps']} steps on {summary['sequences']} self-generated sequences"
           + (f" (stopped early by {summary['stopped_by']})" if summary["stopped_by"] else ""))
-    return EXIT_CODES.get(summary["stopped_by"] or "", 0)
+    return summary
+
+
+@command
+def run(args) -> int:
+    """The command: self-distil; → the exit code (130 / 143 when a signal stopped it early)."""
+    return EXIT_CODES.get(distill(args)["stopped_by"] or "", 0)

@@ -48,12 +48,12 @@ GRID_PROMPTS = [
 # captions) gave top-5 fidelity 0.59 for (cfg 4, T 0.9, top-k 100) and (cfg 4, T 0.8, top-k 50), 0.59 / 0.50 /
 # 0.38 for cfg 6 / 6 (T 0.8) / 8. Draft length 10: Jacobi + LANTERN (64, 0.2) gave 2.56 / 3.35 / 3.59 / 3.73
 # tokens per target forward at lengths 6 / 10 / 14 / 20 and the best wall-clock speed-up at 10 (8 prompts).
-# Drafter, k and δ: Jacobi + LANTERN k=64, δ=0.2. On 76 held-out prompts (docs/bench-fidelity-emoji64.json) the
+# Drafter, k and δ: Jacobi + LANTERN k=64, δ=0.2. On 76 held-out prompts (docs/bench/reports/bench-fidelity-emoji64.json) the
 # bench's rule picked k=256, δ=0.4 (2.23x, fidelity +2.6 points), but its sample grid beside a vanilla one shows
 # speckled textures the recogniser does not score; k=64, δ=0.2 keeps 3.08 tokens/forward (1.90x), fidelity +6.6
 # points and the lowest Fréchet distance of the run (62 vs vanilla 86), and its grid is closer to vanilla's.
 # Session 3: coupled (MC-SJD) Jacobi windows converge, so the window grows 10 → 24 (24 common prompts,
-# docs/bench-common-emoji64.json: k64 δ0.2 2.29× at 10, 2.45× and 5.74 tokens/forward at 24, the lowest Fréchet
+# docs/bench/reports/bench-common-emoji64.json: k64 δ0.2 2.29× at 10, 2.45× and 5.74 tokens/forward at 24, the lowest Fréchet
 # distance of the run). The bench's rule picks k256 δ0.4 window 24 (3.22×, fidelity equal to vanilla's), but its
 # grid beside vanilla's shows the speckled textures seen in session 2 too: it stays one slider move away.
 DEFAULTS = GenerationSettings(temperature=0.9, top_k=100, top_p=1.0, cfg_scale=4.0, drafter="jacobi", draft_length=24,
@@ -64,7 +64,7 @@ DEFAULTS = GenerationSettings(temperature=0.9, top_k=100, top_p=1.0, cfg_scale=4
 # Session 6 validation (48 names of the repertoire's emoji, vanilla, judge identity top-5 / top-1): T 0.5 / top-k 10 /
 # CFG 2 25.0 % / 10.4 %; T 0.3 / 5 / 3 10.4 %; T 0.7 / 20 / 1.5 8.3 %; T 1 / off / 1 8.3 %; T 0.1 / 3 / 1.5 12.5 %;
 # T 0.3 / 5 / 1.5 6.2 % (48 images each: ±6 points of noise)
-# Session 7, the window (bench on 24 validation names × 2 seeds, 1 thread, bf16, docs/bench-val-emoji64-v3-window.json):
+# Session 7, the window (bench on 24 validation names × 2 seeds, 1 thread, bf16, docs/bench/reports/bench-val-emoji64-v3-window.json):
 # a verify's cost grows with its width on this CPU (bf16: width 13 ≈ 1.3× a vanilla step, width 25 ≈ 1.6×), and
 # tokens per round grow slowly past 12 (k64 δ0.2: 2.46 / 2.89 / 3.18 / 3.24 at windows 8 / 12 / 16 / 24), so
 # window 12 is fastest: 2.07× against 1.79× at 24 (exact: 1.95× against 1.67×). δ tightening along the draft

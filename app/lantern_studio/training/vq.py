@@ -39,9 +39,10 @@ from lantern_studio import paths
 from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, read_vq_args, save_vq
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
-from .errors import TrainingError, command
-from .lifecycle import Plan, run_log, run_trainer
-from .loop import CHECKPOINT_NAME, LoopSettings
+from .errors import TrainingError, need
+from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
+from .loop import CHECKPOINT_NAME, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
+from .step import optimizer_step
 from ..engine.files import sha256_file as _sha256
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "evaluate",
     "spherical_kmeans",
     "add_arguments",
+    "train",
     "run",
     "main",
 ]
@@ -428,8 +430,6 @@ class _Trainer:
         if not self.kmeans_done and a.kmeans_step >= 0 and self.step >= a.kmeans_step:
             self.kmeans_init()
         lr = _lr_at(self.step, a.steps, a.lr, a.warmup, a.min_lr_ratio)
-        for g in self.opt.param_groups:
-            g["lr"] = lr
         x = self._batch()
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
             recon, info = m(x)
@@ -442,10 +442,9 @@ class _Trainer:
             edge = ((recon.diff(dim=-1) - x.diff(dim=-1)).abs().mean()
                     + (recon.diff(dim=-2) - x.diff(dim=-2)).abs().mean())
             loss = loss + a.edge_weight * edge
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(m.parameters(), a.grad_clip) if a.grad_clip > 0 else torch.zeros(())
-        self.opt.step()
+        gnorm = optimizer_step(self.opt, loss, m.parameters(), lr=lr, clip=a.grad_clip)
+        if gnorm is None:
+            gnorm = torch.zeros(())
         with torch.no_grad():
             if m.quantize.l2_norm and not a.decoder_only:  # keep raw codes on the sphere so their effective step size stays put
                 w = m.quantize.embedding.weight
@@ -525,28 +524,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="run folder for the checkpoint and log; re-running resumes (default: <runs dir>/vq)")
     g.add_argument("--out", type=Path, default=None,
                    help="where to write the fp16 tokenizer (default: <run>/vq.safetensors)")
-    g.add_argument("--steps", type=int, default=5000, help="total target steps (default: 5000)")
-    g.add_argument("--budget-minutes", type=float, default=None,
-                   help="stop cleanly (checkpoint) after this much wall time; re-run to continue")
     g.add_argument("--export", action="store_true",
                    help="don't train: export the checkpoint's weights and metrics now")
-    g.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     g.add_argument("--init-from", type=Path, default=None,
                    help="start from these weights (a vq.safetensors) instead of scratch; no k-means")
     g.add_argument("--decoder-only", action="store_true",
                    help="with --init-from: train only the decoder; encoder and codebook stay fixed, so every "
                         "image keeps its tokens and an AR model trained on them stays valid")
 
+    loop_arguments(parser.add_argument_group("the loop"), LoopDefaults(
+        steps=5000, batch=32, lr=6e-4, warmup=100, threads=2, log_every=10, eval_every=250, stop_after=True))
+
     g = parser.add_argument_group("optimisation")
-    g.add_argument("--batch", type=int, default=32, help="batch size (default: 32)")
-    g.add_argument("--lr", type=float, default=6e-4, help="peak learning rate (default: 6e-4)")
-    g.add_argument("--warmup", type=int, default=100, help="linear warm-up steps (default: 100)")
     g.add_argument("--min-lr-ratio", type=float, default=0.05, help="cosine floor as a fraction of --lr")
     g.add_argument("--weight-decay", type=float, default=0.01)
     g.add_argument("--grad-clip", type=float, default=1.0)
     g.add_argument("--edge-weight", type=float, default=0.2, help="weight of the image-gradient L1 loss")
     g.add_argument("--shift", type=int, default=2, help="max random shift in px (white fill; default 2)")
-    g.add_argument("--seed", type=int, default=0)
 
     g = parser.add_argument_group("codebook")
     g.add_argument("--kmeans-step", type=int, default=100,
@@ -560,47 +554,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="stop restarts after this fraction of --steps (default 0.9)")
 
     g = parser.add_argument_group("machine and logging")
-    g.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     g.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     g.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto",
                    help="bf16 autocast where the CPU/GPU supports it (auto), or force one")
-    g.add_argument("--log-every", type=int, default=10)
-    g.add_argument("--eval-every", type=int, default=250, help="held-out evaluation every N steps (0: off)")
     g.add_argument("--eval-batch", type=int, default=64)
-    g.add_argument("--checkpoint-seconds", type=float, default=180.0,
-                   help="write a resumable checkpoint this often (default: 180)")
     g.add_argument("--vq-args", default=None,
                    help="JSON object of VQArgs fields overriding the default architecture (new runs only)")
 
 
 def _check_args(a: argparse.Namespace) -> None:
-    def need(cond: bool, flag: str, allowed: str, value: Any) -> None:
-        if not cond:
-            raise TrainingError(f"{flag}={value!r}: must be {allowed}")
-
-    need(a.steps >= 1, "--steps", ">= 1", a.steps)
-    need(a.batch >= 1, "--batch", ">= 1", a.batch)
-    need(a.lr > 0, "--lr", "> 0", a.lr)
-    need(a.warmup >= 0, "--warmup", ">= 0", a.warmup)
+    check_loop_arguments(a)
     need(0 <= a.min_lr_ratio <= 1, "--min-lr-ratio", "in [0, 1]", a.min_lr_ratio)
-    need(a.budget_minutes is None or a.budget_minutes >= 0, "--budget-minutes", ">= 0", a.budget_minutes)
     need(a.shift >= 0, "--shift", ">= 0", a.shift)
-    need(a.threads >= 1, "--threads", ">= 1", a.threads)
-    need(a.log_every >= 1, "--log-every", ">= 1", a.log_every)
-    need(a.eval_every >= 0, "--eval-every", ">= 0", a.eval_every)
     need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
-    need(a.checkpoint_seconds > 0, "--checkpoint-seconds", "> 0", a.checkpoint_seconds)
     need(a.kmeans_batches >= 1, "--kmeans-batches", ">= 1", a.kmeans_batches)
     need(a.kmeans_points >= 1, "--kmeans-points", ">= 1", a.kmeans_points)
     need(a.kmeans_iters >= 1, "--kmeans-iters", ">= 1", a.kmeans_iters)
     need(a.restart_every >= 0, "--restart-every", ">= 0", a.restart_every)
     need(a.dead_after >= 1, "--dead-after", ">= 1", a.dead_after)
-    need(a.stop_after is None or a.stop_after >= 0, "--stop-after", ">= 0", a.stop_after)
 
 
-@command
-def run(args: argparse.Namespace) -> int:
-    """Train (or resume, or ``--export``) the tokenizer. Returns a process exit code."""
+def _run(args: argparse.Namespace) -> Outcome:
+    """Train (or resume, or ``--export``) the tokenizer."""
     a = args
     a.data = Path(a.data) if a.data else paths.data_dir() / DEFAULT_DATASET
     a.run = Path(a.run) if a.run else paths.runs_dir() / "vq"
@@ -623,13 +598,10 @@ def run(args: argparse.Namespace) -> int:
 
     plan = Plan(kind=_Trainer.kind, settings=LoopSettings.from_args(a), out=out, log=log, folder=a.run,
                 threads=a.threads, export_only=a.export)
-    return run_trainer(plan, build, describe).code
+    return run_trainer(plan, build, describe)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lantern-studio train vq", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+train, run, main = entry_points("train vq", __doc__, add_arguments, _run)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from ..floor import step_vs_floor
 from ..width_cost import COMPILED_WIDTHS, cost_curve, describe as describe_windows, window_picks
 from .methods import method_grid, select_methods, with_compiled_twins
 from .prompts import choose_prompts
-from .quality import _load_dataset_quietly, load_quality
+from .quality import load_dataset_quietly, load_quality
 from .report import format_table, write_csv, write_json, write_pictures
 from .runner import run_bench
 from .schema import BenchError
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{m.name:32s} {m.label}")
             return 0
         data_dir = Path(args.data) if args.data else None
-        dataset = _load_dataset_quietly(data_dir)
+        dataset = load_dataset_quietly(data_dir)
         if args.data and not isinstance(dataset, tuple):
             raise BenchError(f"--data: {dataset}")
         if args.seeds_per_prompt < 1:

@@ -34,7 +34,8 @@ class Quality:
         }
 
 
-def _load_dataset_quietly(data_dir):
+def load_dataset_quietly(data_dir):
+    """The dataset at ``data_dir``, or the error that kept it from loading (the bench reports it, not raises)."""
     try:
         return load_dataset(data_dir)
     except (DatasetError, OSError, ValueError) as e:

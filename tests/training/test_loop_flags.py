@@ -1,0 +1,36 @@
+"""Every trainer's parser accepts the flags it accepted at commit 8b77578, with the same defaults,
+types, choices and actions, after the loop flags moved into one helper (training/loop.py).
+
+The expected table, tests/training/data/trainer_flags_8b77578.json, was made by running
+:func:`support.trainer_flags.flag_table` at that commit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from support.trainer_flags import TRAINERS, flag_table, parser_table
+
+EXPECTED = json.loads((Path(__file__).parent / "data" / "trainer_flags_8b77578.json").read_text())
+
+
+@pytest.mark.parametrize("name", [name for name, _ in TRAINERS])
+def test_a_trainer_keeps_its_flags_and_defaults(name):
+    now = flag_table()[name]
+    before = EXPECTED[name]
+    assert sorted(set(before) - set(now)) == [], "flags lost"
+    assert sorted(set(now) - set(before)) == [], "flags added"
+    changed = {dest: (before[dest], now[dest]) for dest in before if before[dest] != now[dest]}
+    assert changed == {}
+
+
+def test_the_table_sees_a_changed_default():
+    """The comparison can fail: a parser with one default changed reads differently."""
+    name, module = TRAINERS[0]
+    parser = argparse.ArgumentParser()
+    __import__(module, fromlist=["add_arguments"]).add_arguments(parser)
+    parser.set_defaults(steps=parser.get_default("steps") + 1)
+    assert parser_table(parser)["steps"] != EXPECTED[name]["steps"]
