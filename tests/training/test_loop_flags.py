@@ -15,6 +15,8 @@ import pytest
 from support.trainer_flags import TRAINERS, flag_table, parser_table
 
 EXPECTED = json.loads((Path(__file__).parent / "data" / "trainer_flags_8b77578.json").read_text())
+#: flags a trainer gained since that commit, on purpose (model v5's objective)
+ADDED_SINCE = {"train ar": {"copy_targets", "style_dropout"}}
 
 
 @pytest.mark.parametrize("name", [name for name, _ in TRAINERS])
@@ -22,7 +24,7 @@ def test_a_trainer_keeps_its_flags_and_defaults(name):
     now = flag_table()[name]
     before = EXPECTED[name]
     assert sorted(set(before) - set(now)) == [], "flags lost"
-    assert sorted(set(now) - set(before)) == [], "flags added"
+    assert sorted(set(now) - set(before) - ADDED_SINCE.get(name, set())) == [], "flags added"
     changed = {dest: (before[dest], now[dest]) for dest in before if before[dest] != now[dest]}
     assert changed == {}
 
