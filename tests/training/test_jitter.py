@@ -199,3 +199,12 @@ def test_copy_targets_are_the_mixture_of_every_copy_at_each_place():
     got = ar.nll(gpt, tok, cond, None, copies=copies)
     assert torch.allclose(got, want, atol=1e-5)
     assert not torch.allclose(ar.nll(gpt, tok, cond, None, copies=copies[:, :1].expand(3, 3, 4)), want, atol=1e-3)
+
+
+def test_a_run_records_what_it_taught_of_ambiguity(tmp_path):
+    _model, m = _train(tmp_path, tmp_path / "jit", "--steps", "2", "--jitter", "global", "--jitter-copies", "2",
+                       "--copy-targets", "--substitute", "0.1")
+    amb = m["ambiguity"]
+    assert amb["copy_targets"] is True and amb["substitute"] == 0.1 and amb["style_dropout"] == 0.0
+    assert amb["jitter"]["kind"] == "global" and amb["jitter"]["copies"] == 2
+    assert len(amb["jitter"]["tokens_moved"]) == 2 and all(0 <= x <= 1 for x in amb["jitter"]["tokens_moved"])

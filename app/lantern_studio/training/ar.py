@@ -633,6 +633,22 @@ def sample_validation(args, prep: Prep, run: Path) -> SampleValidation:
         raise TrainingError(f"train ar: {e}") from None
 
 
+def ambiguity_record(args, prep: Prep | None) -> dict:
+    """What a run taught of latent-neighbour ambiguity, for metrics.json and the model card: the jittered
+    copies (kind, count, strengths) and the share of tokens each moved from the clean ones, the neighbour
+    substitution, copy-mixture targets, soft neighbour targets and style dropout."""
+    out = {"substitute": getattr(args, "substitute", 0.0), "copy_targets": bool(getattr(args, "copy_targets", False)),
+           "neighbour_weight": getattr(args, "neighbour_weight", 0.0), "neighbour_k": getattr(args, "neighbour_k", 0),
+           "style_dropout": getattr(args, "style_dropout", 0.0), "jitter": None}
+    kind = getattr(args, "jitter", None)
+    if kind and prep is not None:
+        spec = Jitter(kind, args.jitter_copies, args.seed)
+        codes = prep.codes
+        moved = [round(float((codes[i] != codes[0]).float().mean()), 4) for i in range(len(codes) - spec.copies, len(codes))]
+        out["jitter"] = {**spec.key(), "tokens_moved": moved}
+    return out
+
+
 def export_weights(model: Transformer, ema, run: Path, history, margs: ModelArgs, args, step: int, wall: float, log,
                    prep: Prep | None = None) -> dict:
     """Write ``gpt.safetensors`` (the EMA weights when the run keeps them) and ``metrics.json``."""
@@ -644,6 +660,7 @@ def export_weights(model: Transformer, ema, run: Path, history, margs: ModelArgs
     if history:
         metrics["heldout_nll"] = history[-1]["heldout_nll"]
         metrics["train_nll"] = history[-1]["train_nll"]
+    metrics["ambiguity"] = ambiguity_record(args, prep)
     if prep is not None and ema is not None:
         held_idx = torch.nonzero(~prep.train).flatten()
         metrics["heldout_nll_ema"] = evaluate(model, prep, held_idx[: args.eval_images])
