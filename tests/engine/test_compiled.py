@@ -116,7 +116,7 @@ def test_padding_never_reaches_a_real_query():
         assert graphs.compiled_calls > calls, graphs.note
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
     # caches allocated anew (a graph is bound to its caches): compiled again, once, and still right
-    gpt.model.clear_cache()
+    gpt.clear_cache()
     torch.testing.assert_close(logits(*cases[2]), want[2], rtol=1e-4, atol=1e-4)
     assert len(graphs._shapes) == 1 and sum("again" in m for m in said) == 1
 
