@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from lantern_studio.engine import background_compile as bc
+from lantern_studio.engine import compiled_decoding as bc
 from lantern_studio.engine.compiled import NO_COMPILER, missing_compiler
 from lantern_studio.engine.decode import generate_tokens
+from lantern_studio.engine.decode_paths import SPECULATIVE, VANILLA, PathTiming
 from lantern_studio.engine.drafters import JacobiDrafter
 from lantern_studio.engine.neighbours import ProximityTable
 from lantern_studio.engine.runner import Runner
@@ -116,7 +117,7 @@ def test_padding_never_reaches_a_real_query():
         assert graphs.compiled_calls > calls, graphs.note
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
     # caches allocated anew (a graph is bound to its caches): compiled again, once, and still right
-    gpt.model.clear_cache()
+    gpt.clear_cache()
     torch.testing.assert_close(logits(*cases[2]), want[2], rtol=1e-4, atol=1e-4)
     assert len(graphs._shapes) == 1 and sum("again" in m for m in said) == 1
 
@@ -145,6 +146,46 @@ def test_a_background_compile_reports_each_graph_and_leaves_the_source_eager(mon
     eager, compiled = pipe.generate("a red heart", s), twin.generate("a red heart", s)
     assert eager.stats.compiled_forwards == 0 and compiled.stats.compiled_forwards == compiled.stats.target_forwards
     assert (tmp_path / "cache").is_dir()  # inductor's cache folder, named for the next launch
+
+
+def test_a_compiled_twin_shares_the_weights_and_keeps_caches_of_its_own(monkeypatch, tmp_path):
+    """No copy of the model: every parameter (and the fused feed-forward copies) of the twin is the eager
+    pipeline's own tensor, at the same address; the caches are separate."""
+    monkeypatch.setattr(torch, "compile", lambda fn, **_k: fn)
+    pipe = _tiny_pipeline(tmp_path)
+    twin = pipe.with_compiled_steps()
+    assert twin.gpt is pipe.gpt and twin.runner is not pipe.runner
+    eager_params, twin_params = dict(pipe.gpt.named_parameters()), dict(twin.runner.model.named_parameters())
+    assert eager_params.keys() == twin_params.keys()
+    assert all(twin_params[n].data_ptr() == p.data_ptr() for n, p in eager_params.items())
+    assert twin.runner.w13 is pipe.runner.w13
+    pipe.generate("a red heart", pipe.defaults.with_(seed=0))
+    assert twin.runner.caches is not None and pipe.runner.caches is not None  # warmed / decoded: both allocated
+    assert twin.runner.caches.layers[0].k_cache.data_ptr() != pipe.runner.caches.layers[0].k_cache.data_ptr()
+
+
+def test_compiled_decoding_swaps_the_twin_in_between_jobs_per_family(monkeypatch, tmp_path):
+    """The engine's one switch: eager until the twin is adopted, then the twin for the families measured
+    faster compiled, what was compiled said (widths, rows), a replayed path honoured, the verdict kept."""
+    monkeypatch.setattr(torch, "compile", lambda fn, **_k: fn)
+    monkeypatch.setattr(bc, "missing_compiler", lambda _device: None)
+    timings = {VANILLA: PathTiming(eager=1.15, compiled=1.07), SPECULATIVE: PathTiming(eager=0.78, compiled=0.85)}
+    monkeypatch.setattr(bc, "time_paths", lambda *_a, **_k: timings)
+    pipe = _tiny_pipeline(tmp_path)
+    heard = []
+    d = bc.CompiledDecoding(tmp_path / "cache", lambda: heard.append("start"), lambda i, n: heard.append((i, n)))
+    d.model_loaded(pipe)
+    vanilla, speculative = pipe.defaults.with_(drafter="none"), pipe.defaults.with_(drafter="jacobi")
+    assert d.for_job(None, lambda: False, vanilla) is pipe and d.widths == () and d.rows == ()
+    assert d.start() and not d.start()  # one compile at a time
+    assert d.task.wait(60) and d.adopt() and d.note is None and heard == ["start", (1, 2), (2, 2)]
+    assert d.widths == (1, pipe.defaults.draft_length + 1) and d.rows == (2 if pipe.defaults.sampling.uses_cfg else 1,)
+    assert d.for_job(None, lambda: False, vanilla) is d.twin and d.twin.gpt is pipe.gpt
+    assert d.for_job(None, lambda: False, speculative) is pipe  # eager measured faster for this family
+    assert d.for_job("compiled", lambda: False, speculative) is d.twin and d.for_job("eager", None) is pipe
+    again = bc.CompiledDecoding(tmp_path / "cache")
+    again.model_loaded(pipe)
+    assert again.timings == timings and again.worth_compiling  # the verdict was kept for a relaunch
 
 
 def test_a_background_compile_without_a_compiler_fails_at_once_and_a_stopped_one_is_dropped(monkeypatch, tmp_path):
@@ -187,7 +228,7 @@ def test_missing_compiler_asks_inductors_own_search(monkeypatch):
 _LAUNCH = """
 import json, sys, torch
 torch.set_num_threads(1)
-from lantern_studio.engine.background_compile import BackgroundCompile
+from lantern_studio.engine.compiled_decoding import BackgroundCompile
 from lantern_studio.gui.compiled_steps import compile_cache
 from lantern_studio.models import load_pipeline
 cache = compile_cache()

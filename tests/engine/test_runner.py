@@ -1,5 +1,8 @@
 """The fast path (engine/runner.py) against the reference model (engine/model.py): the same tokens for a
-seed, the same logits at every step, and nothing of the model changed by running it."""
+seed, the same logits at every step, nothing of the model changed by running it (the caches are the
+runner's), and two runners over one model decoding at once."""
+
+import threading
 
 import numpy as np
 import pytest
@@ -66,12 +69,59 @@ def test_the_runner_gives_the_reference_logits_at_every_step_and_a_wrong_fast_pa
     assert not all(torch.equal(a, b) for a, b in zip(want, logits(runner)))
 
 
+def _model_state(gpt):
+    """Everything a decode could set on a model: attributes, buffers (the reference's caches and masks
+    among them) and submodules, and the values of its weights."""
+    return ({n: id(v) for n, v in vars(gpt).items() if not n.startswith("_")},
+            {n: (id(b), b.data_ptr()) for n, b in gpt.named_buffers()}, [n for n, _ in gpt.named_modules()],
+            {k: v.clone() for k, v in gpt.state_dict().items()})
+
+
 def test_running_sets_nothing_on_the_model():
     gpt = tiny_gpt("c2i", seed=0, vocab=16, grid=2, dim=32, layers=2)
-    before = (set(vars(gpt)), set(gpt.state_dict()), {k: v.clone() for k, v in gpt.state_dict().items()})
+    before = _model_state(gpt)
     runner = Runner(gpt)
     runner.compile((1, 3))  # graphs belong to the runner (they compile on first use)
     generate_tokens(runner, torch.tensor([1]), GenerationSettings(seed=0, cfg_scale=1.0, drafter="none"))
-    assert set(vars(gpt)) == before[0] and set(gpt.state_dict()) == before[1]
-    assert all(torch.equal(v, before[2][k]) for k, v in gpt.state_dict().items())
-    assert not hasattr(gpt, "step_graphs") and runner.graphs is not None
+    after = _model_state(gpt)
+    assert after[:3] == before[:3] and all(torch.equal(v, before[3][k]) for k, v in after[3].items())
+    assert gpt.layers[0].attention.kv_cache is None and gpt.attn_mask is None  # the caches are the runner's
+    assert runner.caches is not None and runner.graphs is not None
+    # the check can fail: the reference decoding by itself does set its caches on the model
+    generate_tokens(gpt, torch.tensor([1]), GenerationSettings(seed=0, cfg_scale=1.0, drafter="none"))
+    assert _model_state(gpt)[:3] != before[:3]
+
+
+def test_two_runners_over_one_model_decode_side_by_side_in_two_threads():
+    """A twin shares the weights and fused copies but not the caches: two threads decoding at once, over and
+    over, each draw the tokens it draws alone (shared caches would mix the two sequences)."""
+    gpt = tiny_gpt("c2i", seed=5, vocab=32, grid=4, dim=32, layers=2)
+    runner = Runner(gpt)
+    twin = runner.twin()
+    assert twin.model is gpt and twin.w13 is runner.w13 and twin.caches is None and twin.graphs is None
+    jobs = {"a": (runner, torch.tensor([2]), GenerationSettings(seed=1, top_k=0, cfg_scale=2.0)),
+            "b": (twin, torch.tensor([7]), GenerationSettings(seed=2, top_k=0, drafter="jacobi", draft_length=4))}
+
+    def decode(target, cond, s):
+        return generate_tokens(target, cond, s, drafter=JacobiDrafter() if s.drafter == "jacobi" else None)[0]
+
+    alone = {k: decode(*job) for k, job in jobs.items()}
+    assert not torch.equal(alone["a"], alone["b"])
+    got, errors = {k: [] for k in jobs}, []
+
+    def loop(key):
+        try:
+            for _ in range(12):
+                got[key].append(decode(*jobs[key]))
+        except Exception as e:  # noqa: BLE001 - reported below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=loop, args=(k,)) for k in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and all(len(v) == 12 for v in got.values())
+    assert all(torch.equal(tok, alone[k]) for k, toks in got.items() for tok in toks)
+    assert runner.caches is not twin.caches and runner.caches.layers[0].k_cache.data_ptr() != \
+        twin.caches.layers[0].k_cache.data_ptr()

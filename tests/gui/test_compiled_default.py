@@ -17,6 +17,7 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 from torch._inductor import cpp_builder, exc  # noqa: E402
 
+from lantern_studio.engine import compiled_decoding  # noqa: E402
 from lantern_studio.engine.compiled import NO_COMPILER  # noqa: E402
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.gui import compiled_steps  # noqa: E402
@@ -41,8 +42,8 @@ def stand_in_compile(monkeypatch):
         return fn
 
     monkeypatch.setattr(torch, "compile", compile)
-    monkeypatch.setattr("lantern_studio.engine.background_compile.missing_compiler", lambda _device: None)
-    monkeypatch.setattr(compiled_steps, "TIME_ROUNDS", 0)  # no timing: compiled serves every family
+    monkeypatch.setattr("lantern_studio.engine.compiled_decoding.missing_compiler", lambda _device: None)
+    monkeypatch.setattr(compiled_decoding, "TIME_ROUNDS", 0)  # no timing: compiled serves every family
     return gate, calls
 
 
@@ -106,7 +107,7 @@ def test_a_saved_off_is_honoured_and_a_replayed_record_asks_for_its_path(qtbot, 
 
 def test_no_cxx_compiler_says_so_once_and_stays_eager(qtbot, tiny, monkeypatch, capfd, shipped_compiled_default):
     made = []
-    real = compiled_steps.BackgroundCompile
+    real = compiled_decoding.BackgroundCompile
 
     def counted(*args, **kwargs):
         made.append(args)
@@ -118,7 +119,7 @@ def test_no_cxx_compiler_says_so_once_and_stays_eager(qtbot, tiny, monkeypatch, 
     def no_cxx():  # inductor's own search, finding nothing (its config is per thread: patched here instead)
         raise exc.InvalidCxxCompiler()
 
-    monkeypatch.setattr(compiled_steps, "BackgroundCompile", counted)
+    monkeypatch.setattr(compiled_decoding, "BackgroundCompile", counted)
     monkeypatch.setattr(torch, "compile", no_compile)
     monkeypatch.setattr(cpp_builder, "get_cpp_compiler", no_cxx)
     w = open_window(qtbot, tiny)
@@ -142,7 +143,7 @@ def test_unticking_during_the_compile_stops_it_and_clears_the_status_line(
     gate, calls = stand_in_compile
     w = open_window(qtbot, tiny)
     qtbot.waitUntil(lambda: "compiling decode steps… 1/2" in w.status_model.text(), timeout=WAIT)
-    task = w.jobs.worker.steps.task
+    task = w.jobs.worker.steps.decoding.task
     w.compiled_action.trigger()  # off, mid-compile
     qtbot.waitUntil(lambda: "compiling" not in w.status_model.text(), timeout=WAIT)
     assert task.cancelled and w.model_info.steps == "eager" and w.prefs.get_json("compiled_decoding") is False
@@ -157,7 +158,7 @@ def test_closing_the_window_while_compiling_returns_at_once_and_the_compile_ends
     gate, calls = stand_in_compile
     w = open_window(qtbot, tiny)
     qtbot.waitUntil(lambda: len(calls) == 1, timeout=WAIT)
-    task = w.jobs.worker.steps.task
+    task = w.jobs.worker.steps.decoding.task
     w.close()
     assert w.jobs.thread.isFinished() and task.cancelled
     gate.set()
@@ -171,7 +172,7 @@ def test_closing_the_window_while_compiling_returns_at_once_and_the_compile_ends
 def _timed_as(monkeypatch, tmp_path, vanilla, speculative, counted=None):
     """Timing after the stand-in compile reports ``vanilla`` / ``speculative`` as (eager s, compiled s);
     verdicts are kept under ``tmp_path``."""
-    from lantern_studio.engine import background_compile, decode_paths
+    from lantern_studio.engine import decode_paths
 
     def fake_time(pipe, rounds, should_stop=None):
         if counted is not None:
@@ -179,9 +180,9 @@ def _timed_as(monkeypatch, tmp_path, vanilla, speculative, counted=None):
         return {decode_paths.VANILLA: decode_paths.PathTiming(*vanilla),
                 decode_paths.SPECULATIVE: decode_paths.PathTiming(*speculative)}
 
-    monkeypatch.setattr(background_compile, "time_paths", fake_time)
+    monkeypatch.setattr(compiled_decoding, "time_paths", fake_time)
     monkeypatch.setattr(compiled_steps, "compile_cache", lambda: tmp_path / "compiled")
-    monkeypatch.setattr(compiled_steps, "TIME_ROUNDS", 3)
+    monkeypatch.setattr(compiled_decoding, "TIME_ROUNDS", 3)
 
 
 def test_each_family_decodes_on_the_path_measured_faster_and_the_status_says_why(

@@ -64,10 +64,10 @@ class StepGraphs:
         return next((w for w in self.widths if w >= width), None)
 
     @staticmethod
-    def _fingerprint(gpt) -> tuple:
-        """What a graph is bound to: the weights (frozen into it) and the KV caches (guarded by identity)."""
-        w = gpt.output.weight
-        return (w.dtype, w.device, w.data_ptr(), id(gpt.layers[0].attention.kv_cache.k_cache))
+    def _fingerprint(runner) -> tuple:
+        """What a graph is bound to: the weights (frozen into it) and the runner's KV caches (guarded by identity)."""
+        w = runner.model.output.weight
+        return (w.dtype, w.device, w.data_ptr(), id(runner.caches.layers[0].k_cache))
 
     def run(self, runner, tokens: torch.Tensor, first_index: int):
         """``runner.step``'s result from a compiled graph, or None: run it eagerly."""
@@ -80,16 +80,16 @@ class StepGraphs:
         if width is None:
             self.eager_calls += 1
             return None
-        if self._bound != self._fingerprint(gpt):  # new weights (a precision change) or caches: new graphs
+        if self._bound != self._fingerprint(runner):  # new weights (a precision change) or caches: new graphs
             if self._bound is not None:
                 self.say("the model's weights or caches changed: compiling its decode steps again")
-            self._fn, self._shapes, self._bound = None, set(), self._fingerprint(gpt)
+            self._fn, self._shapes, self._bound = None, set(), self._fingerprint(runner)
         last = gpt.seq_len - 1
         first = gpt.cls_token_num + first_index
         pos = torch.arange(first, first + width, device=tokens.device).clamp_(max=last)
         # contiguous either way: a graph is specialised to its inputs' strides, and decodes feed row-expanded views
         tokens = torch.cat([tokens, tokens[:, -1:].expand(rows, width - w)], dim=1) if width > w else tokens.contiguous()
-        mask = gpt.attn_mask[:rows, :, pos]
+        mask = runner.caches.mask[:rows, :, pos]
         shape = (rows, width)  # the weights' dtype is part of _bound: a new one starts new graphs
         try:
             if shape not in self._shapes:  # dynamo's config is per thread: set where this graph compiles

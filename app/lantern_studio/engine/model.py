@@ -7,7 +7,8 @@ manner — static KV caches allocated once (``allocate_caches``), written at pos
 a forward over any number of new tokens (prefill, one token, or a whole draft to
 verify) and an O(1) rollback, which is all speculative decoding needs of a target.
 The inference fast path (fused feed-forwards, a fixed-shape step, compiled graphs)
-is :mod:`.runner`, tested token for token against this one.
+is :mod:`.runner`, tested token for token against this one; it keeps its KV caches
+itself and sets nothing here, so the caches below serve only this reference forward.
 
 Positions: the sequence is ``cls_token_num`` prefix slots (class embedding or
 caption tokens) followed by the image tokens in raster order. Image token ``i``
@@ -224,7 +225,9 @@ class Transformer(nn.Module):
             valid[:, : self.cls_token_num] = caption_mask.to(device=device, dtype=torch.bool)[:, : self.cls_token_num]
         return valid
 
-    def _full_mask(self, batch: int, caption_mask: Optional[torch.Tensor], length: int, device) -> torch.Tensor:
+    def sequence_mask(self, batch: int, caption_mask: Optional[torch.Tensor], length: int, device) -> torch.Tensor:
+        """(B, 1, length, length) bool: which keys each query of a sequence may attend to (causal, caption
+        padding masked out)."""
         causal = torch.ones(length, length, dtype=torch.bool, device=device).tril()
         keys = self._prefix_key_mask(batch, caption_mask, device)[:, :length]
         mask = causal[None] & keys[:, None, :]
@@ -241,7 +244,7 @@ class Transformer(nn.Module):
             h = torch.cat([h, self.tok_embeddings(idx)], dim=1)
         h = self.tok_dropout(h)
         s = h.shape[1]
-        mask = None if caption_mask is None else self._full_mask(h.shape[0], caption_mask, s, h.device)
+        mask = None if caption_mask is None else self.sequence_mask(h.shape[0], caption_mask, s, h.device)
         rope = rope_complex(self.rope[:s])
         for layer in self.layers:
             h = layer(h, rope, mask)
@@ -287,7 +290,7 @@ class Transformer(nn.Module):
         self.allocate_caches(batch, self.seq_len, dtype, device)
         for layer in self.layers:
             layer.attention.kv_cache.reset()
-        self.attn_mask[:batch] = self._full_mask(batch, caption_mask, self.seq_len, self.attn_mask.device)
+        self.attn_mask[:batch] = self.sequence_mask(batch, caption_mask, self.seq_len, self.attn_mask.device)
         bias = self.attn_bias[:batch]
         bias.zero_().masked_fill_(~self.attn_mask[:batch], float("-inf"))
         self.cache_batch = batch

@@ -25,6 +25,7 @@ from .drafters import Drafter, EagleDrafter, EagleHead, JacobiDrafter
 from .draft_heads import DraftHeads, HeadsDrafter
 from . import precision as _precision
 from .compiled import StepGraphs
+from .compiled_decoding import compiled_rows, compiled_widths
 from .model import Transformer
 from .runner import Runner
 from .settings import GenerationSettings, SettingsError
@@ -161,40 +162,20 @@ class ImagePipeline:
             other.heads = _precision.cast_transformer(copy.deepcopy(self.heads), dtype)
         return other
 
-    def compile_steps(self, widths: Optional[Sequence[int]] = None, warm: bool = True,
-                      progress: Optional[Callable[[str], None]] = None) -> StepGraphs:
-        """Decode with compiled fixed-shape steps (engine/compiled.py): graphs for ``widths``
-        (default: 1 for vanilla decoding and the default window + 1 for a verify), compiled now
-        for the defaults' row count when ``warm`` (the studio and the bench pay the compile
-        before the first image), else on first use. Where compiling fails every step runs
-        eagerly and the graphs' ``note`` says why in one line (``progress`` hears it too)."""
-        if widths is None:
-            widths = (1, self.defaults.draft_length + 1)
-        graphs = self.runner.compile(widths, progress)
-        if warm:
-            self.warm_compiled()
-        return graphs
-
-    def warm_compiled(self, on_graph: Optional[Callable[[int, int], None]] = None,
-                      should_stop: Optional[Callable[[], bool]] = None) -> None:
-        """Compile the steps' graphs now for the defaults' row count (``Runner.warm``: ``on_graph(i, n)``
-        hears each graph before it compiles, ``should_stop()`` stops between graphs)."""
-        self.runner.warm((2 if self.defaults.sampling.uses_cfg else 1,), on_graph, should_stop)
-
-    def decode_eagerly(self) -> None:
-        """Drop the compiled steps: every step runs eagerly again."""
-        self.runner.decode_eagerly()
-
     def with_compiled_steps(self, widths: Optional[Sequence[int]] = None,
                             progress: Optional[Callable[[str], None]] = None, warm: bool = True) -> "ImagePipeline":
-        """A pipeline sharing this one's tokenizer, conditioner and neighbour table, with its own
-        copy of the target decoding through compiled steps (``compile_steps``, warmed unless ``warm``
-        is false: then ``warm_compiled`` compiles them, e.g. in another thread); this one keeps
-        decoding eagerly."""
+        """A pipeline sharing this one's weights, tokenizer, conditioner and neighbour table whose runner
+        (a twin of this one's: caches of its own, no copy of the weights) decodes through compiled steps
+        for ``widths`` (default: ``compiled_decoding.compiled_widths``), compiled now for the defaults' row
+        count when ``warm``, else on first use (or by ``Runner.warm``, e.g. in another thread). Where
+        compiling fails every step runs eagerly and the graphs' ``note`` says why (``progress`` hears it
+        too). This one keeps decoding eagerly. Make it once the precision and device are set (the two
+        runners' fused weights are one copy, made for the weights as they were)."""
         other = copy.copy(self)
-        other.gpt = copy.deepcopy(self.gpt)
-        other.runner = Runner(other.gpt)  # a runner of its own: this one keeps decoding eagerly
-        other.compile_steps(widths, warm=warm, progress=progress)
+        other.runner = self.runner.twin()
+        other.runner.compile(widths or compiled_widths(self.defaults), progress)
+        if warm:
+            other.runner.warm(compiled_rows(self.defaults))
         return other
 
     @property

@@ -1,7 +1,7 @@
 """The inference fast path of a :class:`~.model.Transformer`, apart from the reference model.
 
 ``model.py`` is the readable LlamaGen transformer: a training forward and one cached forward.
-A :class:`Runner` decodes with the same weights and KV caches faster on a CPU:
+A :class:`Runner` decodes with the same weights faster on a CPU, on KV caches of its own (:class:`DecodeCaches`):
 
 * each layer's feed-forward ``w1`` and ``w3`` as one matrix ``[w1; w3]`` (one product instead of
   two; each output is the same dot product, so the same numbers bit for bit);
@@ -12,19 +12,22 @@ A :class:`Runner` decodes with the same weights and KV caches faster on a CPU:
 
 The pipeline owns one runner per target and hands it to the decode loop (:class:`~.decode.Decoding`
 takes any :class:`DecodeTarget`: a runner, or a bare Transformer, which decodes by its reference
-forward). The runner sets nothing on the model: its fused weights and graphs are its own.
+forward). The runner sets nothing on the model: its caches, fused weights and graphs are its own, so
+a second runner over the same weights (:meth:`Runner.twin`: the compiled path beside the eager one)
+costs only its caches.
 ``tests/engine/test_runner.py`` checks that runner and reference give the same tokens.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Callable, Optional, Protocol, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from .compiled import StepGraphs
-from .model import Transformer, apply_rope, rope_complex
+from .model import KVCache, Transformer, apply_rope, rope_complex
 
 
 class DecodeTarget(Protocol):
@@ -56,8 +59,35 @@ def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
     return torch.matmul(weights.to(v.dtype), v)
 
 
+class DecodeCaches:
+    """What one decoder writes while it decodes a sequence over a target's weights: a static
+    :class:`~.model.KVCache` per layer, and the sequence's attention mask as a bool (B, 1, L, L) and as an
+    additive 0 / -inf bias in the caches' dtype (what attention would otherwise make of the bool mask at
+    every layer of every step). Allocated for up to ``rows`` rows of the whole sequence (prefix + image)
+    and reused while they fit; never shared between two decoders."""
+
+    def __init__(self, model: Transformer, rows: int, dtype: torch.dtype, device):
+        length = model.seq_len
+        a = model.layers[0].attention
+        self.layers = [KVCache(rows, length, a.n_kv_head, a.head_dim, dtype, device) for _ in model.layers]
+        self.mask = torch.zeros(rows, 1, length, length, dtype=torch.bool, device=device)
+        self.bias = torch.zeros(rows, 1, length, length, dtype=dtype, device=device)
+
+    def fits(self, rows: int, dtype: torch.dtype, device) -> bool:
+        return self.layers[0].fits(rows, self.mask.shape[-1], dtype, device)
+
+    def start(self, mask: torch.Tensor) -> None:
+        """A new sequence of ``mask.shape[0]`` rows under ``mask`` (B, 1, L, L): every cache zeroed (a new
+        sequence never sees the last one's numbers, not even masked), the mask and its bias written."""
+        for cache in self.layers:
+            cache.reset()
+        b = mask.shape[0]
+        self.mask[:b] = mask
+        self.bias[:b].zero_().masked_fill_(~mask, float("-inf"))
+
+
 class Runner:
-    """Decodes with ``model``'s weights and caches through the fast path (see the module's doc).
+    """Decodes with ``model``'s weights through the fast path, on its own caches (see the module's doc).
 
     Build it after the model's precision and device are set (the fused weights are copies);
     ``fuse`` (default: on a CPU) holds ``[w1; w3]`` per layer, one more copy of those weights."""
@@ -69,15 +99,25 @@ class Runner:
         self.w13 = [torch.cat([layer.feed_forward.w1.weight.detach(), layer.feed_forward.w3.weight.detach()])
                     for layer in model.layers] if fuse else None
         self.graphs: Optional[StepGraphs] = None
+        self.caches: Optional[DecodeCaches] = None  # allocated by the first start_sequence
+
+    def twin(self) -> "Runner":
+        """A runner over the same weights (and the same fused copies), with caches and graphs of its own:
+        it decodes beside this one, in another thread if need be, without touching this one's state."""
+        other = copy.copy(self)
+        other.graphs, other.caches = None, None
+        return other
+
+    def clear_cache(self) -> None:
+        """Free the caches (the next ``start_sequence`` allocates them again; a compiled graph bound to
+        them compiles again)."""
+        self.caches = None
 
     # ---------------------------------------------------------------- compiled steps
     def compile(self, widths: Sequence[int], say: Optional[Callable[[str], None]] = None) -> StepGraphs:
         """Run steps of ``widths`` tokens through compiled graphs from now on (they compile on first use)."""
         self.graphs = StepGraphs(widths, say)
         return self.graphs
-
-    def decode_eagerly(self) -> None:
-        self.graphs = None
 
     def warm(self, rows_list: Sequence[int], on_graph: Optional[Callable[[int, int], None]] = None,
              should_stop: Optional[Callable[[], bool]] = None) -> None:
@@ -105,7 +145,13 @@ class Runner:
 
     # ---------------------------------------------------------------- the decode target
     def start_sequence(self, batch: int, caption_mask: Optional[torch.Tensor] = None) -> None:
-        self.model.start_sequence(batch, caption_mask)
+        """Start a sequence of ``batch`` rows: the caches allocated (reused while they fit: the same rows
+        or more, the weights' dtype and device) and zeroed, the mask written for this caption's padding."""
+        m = self.model
+        p = next(m.parameters())
+        if self.caches is None or not self.caches.fits(batch, p.dtype, p.device):
+            self.caches = DecodeCaches(m, batch, p.dtype, p.device)
+        self.caches.start(m.sequence_mask(batch, caption_mask, m.seq_len, p.device))
 
     @torch.no_grad()
     def prefill(self, cond: torch.Tensor):
@@ -128,13 +174,12 @@ class Runner:
     def static_step(self, tokens: torch.Tensor, input_pos: torch.Tensor, mask: torch.Tensor):
         """The decode forward at fixed shapes, what ``compiled.StepGraphs`` compiles: image tokens
         (B, S) at sequence positions ``input_pos`` (S,), attending under ``mask`` (B, 1, S, L) (rows
-        of the model's ``attn_mask``, passed in: a graph never holds a sequence's mask as a constant;
-        it may hold the weights, and it is bound to these KV caches) → (logits fp32, features)."""
+        of the caches' ``mask``, passed in: a graph never holds a sequence's mask as a constant;
+        it may hold the weights, and it is bound to this runner's KV caches) → (logits fp32, features)."""
         m = self.model
         h = m.tok_embeddings(tokens)
         rope = m.rope[input_pos]  # real (cos, sin): compiled code has no complex numbers
-        for i, layer in enumerate(m.layers):
-            cache = layer.attention.kv_cache
+        for i, cache in enumerate(self.caches.layers):
             h = self._block(i, h, rope, mask, input_pos, (cache.k_cache, cache.v_cache))
         feats = rms_norm_(h, m.norm.weight, m.norm.eps)
         return m.output(feats).float(), feats
@@ -146,8 +191,8 @@ class Runner:
         m = self.model
         b, s = h.shape[:2]
         end = first + s
-        bias = m.attn_bias
-        mask = bias[:b, :, first:end, :end] if bias.dtype == h.dtype else m.attn_mask[:b, :, first:end, :end]
+        c = self.caches
+        mask = c.bias[:b, :, first:end, :end] if c.bias.dtype == h.dtype else c.mask[:b, :, first:end, :end]
         rope = rope_complex(m.rope[first:end])
         for i in range(len(m.layers)):
             h = self._block(i, h, rope, mask, first)
@@ -170,7 +215,7 @@ class Runner:
             v_cache.index_copy_(2, first, v.to(v_cache.dtype))
             k, v = k_cache, v_cache
         else:
-            k, v = a.kv_cache.update(first, k, v)
+            k, v = self.caches.layers[i].update(first, k, v)
             k, v = k[:, :, : first + s], v[:, :, : first + s]
         if nkv != nh:
             k, v = k.repeat_interleave(nh // nkv, dim=1), v.repeat_interleave(nh // nkv, dim=1)

@@ -1,36 +1,27 @@
-"""Which pipeline decodes a job: the loaded (eager) one, or its compiled twin once that is compiled.
+"""The studio's side of compiled decoding: the person's choice and the status line's words.
 
-Compiled decode steps are on by default (Generate ▸ Compiled decoding), but compiling them takes
-seconds to a minute on a CPU. So the model is ready as soon as it is loaded and warmed, and Generate
-decodes eagerly at once; the twin compiles in its own thread (``engine.background_compile``) and the
-worker swaps it in between jobs, never during one. A compile is tried once a session: a machine
-without a C++ compiler (or where compiling fails) says why in one line and stays eager.
-
-The graphs go to a cache in the studio's cache folder (``paths.cache_dir() / "compiled"``), so a
-relaunch loads them instead of compiling again. Compiled is not faster on every CPU: once compiled,
-a few decodes of each family (vanilla, speculative) are timed eager and compiled
-(``engine.decode_paths``), a job uses the compiled steps only for a family where they measured
-faster, and the verdict is kept beside the cache under the machine's and the model's fingerprint, so
-a relaunch knows at once (and compiles nothing when no family would use it). The status line says
-which path runs and why. This object lives in the worker thread (the worker
-calls it); only ``cancel`` is called from elsewhere (the GUI thread, at close). It is Qt-free: the worker
-turns its callbacks into answers.
+Compiled decode steps are on by default (Generate ▸ Compiled decoding). What is compiled, the background
+compile, the measured verdict per family and which pipeline a job decodes with are the engine's
+(``engine.compiled_decoding.CompiledDecoding``); this object keeps the choice (``wanted``), turns it
+into the engine's calls, and says in words how a job decodes now (``steps``). The graphs go to a cache
+in the studio's cache folder (``paths.cache_dir() / "compiled"``), so a relaunch loads them. It lives
+in the worker thread (the worker calls it); only ``cancel`` is called from elsewhere (the GUI thread,
+at close). It is Qt-free: the worker turns its callbacks into answers.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..engine.background_compile import BackgroundCompile
-from ..engine.decode_paths import FAMILIES, FAMILY_WORDS, SPECULATIVE, PathVerdicts, describe, family_of, fingerprint
+from ..engine.compiled_decoding import COMPILED, EAGER, CompiledDecoding
+from ..engine.decode_paths import FAMILIES, FAMILY_WORDS, describe
 from ..paths import cache_dir
 
-EAGER, COMPILED = "eager", "compiled"  # the two decode paths, as records and job requests name them
+__all__ = ["COMPILED", "EAGER", "MEASURED", "CompiledSteps", "compile_cache", "measured_steps"]
+
 #: how ``steps`` starts when measured timings decide the path: "measured: SHORT — WHY"
 MEASURED = "measured: "
-TIME_ROUNDS = 3  # decodes per family and path timed after a compile
 
 
 def compile_cache() -> Path:
@@ -39,51 +30,44 @@ def compile_cache() -> Path:
 
 
 class CompiledSteps:
-    """The eager pipeline, its compiled twin (when built) and the background compile that builds it.
+    """The person's choice of compiled decoding over the engine's :class:`CompiledDecoding` (``decoding``).
 
     ``on_status(message)`` hears the compile's progress ("compiling decode steps… 1/2"); ``on_done()``
     is called from the compile's thread when it ends (the worker queues ``adopt`` into its own thread)."""
 
     def __init__(self, on_status: Callable[[str], None], on_done: Callable[[], None]):
-        self.on_status, self.on_done = on_status, on_done
+        self.on_status = on_status
         self.wanted = False  # the person's choice: compiled steps for jobs that ask for no path
-        self.eager = None  # the loaded pipeline
-        self.twin = None  # its compiled twin, once compiled
-        self.task: Optional[BackgroundCompile] = None
-        self.note: Optional[str] = None  # why compiling failed: kept for the session, never tried again
-        self.doing = ""  # what the running compile does now ("compiling decode steps… 1/2"), "" when none
-        self.timings: Optional[dict] = None  # {family: PathTiming} for the loaded model on this machine
-        self._fingerprint = ""
+        self._doing = ""  # what the last compile said it does
+        self.decoding = CompiledDecoding(compile_cache(), self._started, self._graph, self._timing, on_done)
 
     # ------------------------------------------------------------------ state
     @property
     def steps(self) -> str:
         """How a job that asks for no path decodes now (``ModelInfo.steps``): "eager", "compiled", or
         why compiling failed (then eagerly)."""
+        d = self.decoding
         if not self.wanted:
             return EAGER
-        if self.note is not None:
-            return self.note
-        if self.timings is not None and (self.twin is not None or not self._uses_compiled()):
-            return measured_steps(self.timings)
-        if self.twin is not None:
-            return COMPILED
-        return EAGER
-
-    def _uses_compiled(self) -> bool:
-        return self.timings is None or any(t.faster == COMPILED for t in self.timings.values())
+        if d.note is not None:
+            return d.note
+        if d.timings is not None and (d.twin is not None or not d.worth_compiling):
+            return measured_steps(d.timings)
+        return COMPILED if d.twin is not None else EAGER
 
     @property
     def compiling(self) -> bool:
-        return self.task is not None and not self.task.done
+        return self.decoding.compiling
+
+    @property
+    def doing(self) -> str:
+        """What the running compile does now ("compiling decode steps… 1/2"), "" when none runs."""
+        return self._doing if self.compiling else ""
 
     # ------------------------------------------------------------------ changes
     def model_loaded(self, pipe) -> None:
         """A new model is loaded (eager, warmed): its twin compiles now if compiled steps are wanted."""
-        self.cancel()
-        self.eager, self.twin = pipe, None
-        self._fingerprint = fingerprint(pipe)
-        self.timings = self._verdicts().get(self._fingerprint)
+        self.decoding.model_loaded(pipe)
         if self.wanted:
             self.start()
 
@@ -97,90 +81,34 @@ class CompiledSteps:
             self.cancel()
 
     def start(self) -> None:
-        """Compile a twin of the loaded pipeline in the background, unless one exists, is being compiled,
-        or compiling failed this session."""
-        if self.eager is None or self.twin is not None or self.compiling or self.note is not None:
-            return
-        if not self._uses_compiled():  # measured before on this machine: no family is faster compiled
-            return
-        try:  # the twin's copy of the target is made here: memory the machine may not have
-            task = BackgroundCompile(self.eager, compile_cache(), self._graph, self.on_done,
-                                     time_rounds=0 if self.timings is not None else TIME_ROUNDS,
-                                     on_timing=self._timing)
-        except (MemoryError, RuntimeError) as e:
-            self._failed(f"compiled decoding unavailable, running eagerly ({type(e).__name__}: {e})"[:240])
-            return
-        self.task, self.doing = task, "compiling decode steps…"
-        self.on_status(self.doing)
-        task.start()
+        self.decoding.start()
+
+    def _say(self, doing: str) -> None:
+        self._doing = doing
+        self.on_status(doing)
+
+    def _started(self) -> None:
+        self._say("compiling decode steps…")
 
     def _graph(self, i: int, n: int) -> None:
-        self.doing = f"compiling decode steps… {i}/{n}"
-        self.on_status(self.doing)
+        self._say(f"compiling decode steps… {i}/{n}")
 
     def _timing(self) -> None:
-        self.doing = "timing compiled vs eager decodes…"
-        self.on_status(self.doing)
-
-    @staticmethod
-    def _verdicts() -> PathVerdicts:
-        return PathVerdicts(compile_cache())
+        self._say("timing compiled vs eager decodes…")
 
     def adopt(self) -> bool:
-        """Take the background compile's outcome (in the worker thread, between jobs): its twin, or its
-        failure, said once. True when something changed."""
-        task = self.task
-        if task is None or not task.done:
-            return False
-        self.task, self.doing = None, ""
-        if task.cancelled or task.source is not self.eager:
-            return False
-        if task.note is not None:
-            self._failed(task.note)
-        else:
-            self.twin = task.result
-            if task.timings is not None:
-                self.timings = task.timings
-                self._verdicts().put(self._fingerprint, task.timings)
-        return True
-
-    def _failed(self, note: str) -> None:
-        self.note = note
-        print(f"lantern-studio: {note}", file=sys.stderr)  # the one log line
+        """Take the background compile's outcome (between jobs). True when something changed."""
+        return self.decoding.adopt()
 
     def cancel(self) -> None:
         """Stop a running compile (at close, a model change, or compiled decoding turned off)."""
-        task = self.task
-        if task is not None:
-            task.cancel()
-            self.task, self.doing = None, ""
+        self.decoding.cancel()
 
     # ------------------------------------------------------------------ a job's pipeline
     def for_job(self, path: Optional[str], should_stop: Callable[[], bool], settings=None):
         """The pipeline a job decodes with: ``path`` "eager" or "compiled" (a replayed record's), else the
-        person's choice, for the family of the job's ``settings`` where compiled measured faster. A job
-        that asks for compiled steps before they exist waits for their compile (starting it if compiled
-        decoding is off); where compiling failed it runs eagerly."""
-        self.adopt()
-        if path == EAGER:
-            return self.eager
-        if path == COMPILED:
-            self._wait_for_twin(should_stop)
-            return self.twin or self.eager
-        if not self.wanted or self.twin is None:
-            return self.eager
-        if self.timings is not None:
-            family = family_of(settings) if settings is not None else SPECULATIVE
-            return self.twin if self.timings[family].faster == COMPILED else self.eager
-        return self.twin
-
-    def _wait_for_twin(self, should_stop: Callable[[], bool]) -> None:
-        self.start()
-        task = self.task
-        while task is not None and not task.wait(0.1):
-            if should_stop():
-                return
-        self.adopt()
+        person's choice (eager when off)."""
+        return self.decoding.for_job(path or (None if self.wanted else EAGER), should_stop, settings)
 
 
 def measured_steps(timings: dict) -> str:
