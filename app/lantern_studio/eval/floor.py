@@ -54,7 +54,7 @@ def step_vs_floor(pipe, prompt: str = "red heart", steps: int = 64, repeats: int
         for i in range(steps):
             runner.step(tok, i)
         best_step = min(best_step, (time.perf_counter() - t) / steps)
-    gpt.clear_cache()
+    runner.clear_cache()
     ws = [w.detach() for w in _weights(runner)]
     xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype, device=dev) for w in ws}
     best_floor = float("inf")

@@ -58,7 +58,7 @@ def runner_cost_curve(runner, cond: torch.Tensor, mask, total: int, widths: Sequ
                 if rep:
                     best[width] = min(best[width], (time.perf_counter() - t) / rounds)
     finally:
-        runner.model.clear_cache()
+        runner.clear_cache()
     return [{"width": w, "ms": best[w] * 1e3} for w in sizes]
 
 
