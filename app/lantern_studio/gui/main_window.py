@@ -662,10 +662,14 @@ class MainWindow(QMainWindow):
         self._settings_restored = True
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
-        path = "compiled" if self.model_info is not None and self.model_info.steps == "compiled" else "eager"
-        pair = self.studio.submit_compare(prompt, s, self.jobs.model_spec, path)  # both halves on one path
+        pair = self.studio.submit_compare(prompt, s, self.jobs.model_spec, self.decode_path())  # one path for both
         self.jobs.changed()
         return pair.vanilla.job, pair.lantern.job
+
+    def decode_path(self) -> str:
+        """The one path every job of a Compare or a Sweep decodes on: compiled when jobs decode compiled now,
+        else eager (also where measured timings pick per family: one path keeps the ratios about the method)."""
+        return "compiled" if self.model_info is not None and self.model_info.steps == "compiled" else "eager"
 
     def generate_variations(self) -> Optional[VariationSet]:
         """Generate ×4: four jobs of the prompt and settings, each with a new seed (whatever New seed each
