@@ -115,12 +115,20 @@ def test_a_long_status_message_ends_in_an_ellipsis_with_the_whole_in_the_tooltip
     assert w.status_model.width() <= bar.width() // 2 + 1
     bar.showMessage("Saved a.png")  # a short one: whole, no tooltip
     assert bar.shown_message() == "Saved a.png" and bar.toolTip() == ""
-    # the model's part, however long, ends in "…" (main_window puts its whole text in its tooltip)
+    # the model's part, however long, ends in "…" (main_window puts its whole text in its tooltip); beside a
+    # short message it takes the rest of the line, and the message stays whole
     w.status_model.setText(LONG)
     qtbot.wait(20)
-    assert w.status_model.width() <= bar.width() // 2 + 1 and w.status_model.shown_text().endswith("…")
+    assert w.status_model.width() > bar.width() // 2 and w.status_model.shown_text().endswith("…")
+    assert bar.shown_message() == "Saved a.png"
     bar.showMessage(LONG)
     assert bar.fontMetrics().horizontalAdvance(bar.shown_message()) <= bar.message_room()
+    bar.clearMessage()  # no message: the model's part takes the rest of the line
+    qtbot.wait(20)
+    assert w.status_model.width() > 0.8 * bar.width()
+    bar.showMessage(LONG)
+    qtbot.wait(20)
+    assert w.status_model.width() <= bar.width() // 2 + 1 and bar.shown_message().endswith("…")
     # a wider window: the message is whole again
     w.status_model.setText("tiny")
     w.resize(3000, 600)

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QSizeGrip, QStatusBar, QWidget
 from .state.status import StatusQueue
 
 TICK_MS = 250
-PERMANENT_SHARE = 0.5  # of the bar's width, at most, for the widgets right of the message (the model's part)
+PERMANENT_SHARE = 0.5  # of the bar's width, at least, for the widgets right of a long message (the model's part)
 
 
 class QueuedStatusBar(QStatusBar):
@@ -64,9 +64,15 @@ class QueuedStatusBar(QStatusBar):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
-        for widget in self._permanent:  # the model's part never takes the whole line (it elides: main_window)
-            widget.setMaximumWidth(max(1, int(self.width() * PERMANENT_SHARE)))
         self._draw(self._whole, force=True)
+
+    def _fit_permanent(self, text: str) -> None:
+        """The widgets right of the message (the model's part, which elides: main_window) take what the message
+        leaves them, and never less than half the line: a short message leaves them the rest of it."""
+        need = self.fontMetrics().horizontalAdvance(text) + 24 if text else 0
+        room = max(int(self.width() * PERMANENT_SHARE), self.width() - need - 24)
+        for widget in self._permanent:
+            widget.setMaximumWidth(max(1, room))
 
     def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 - Qt's name
         """Shown now (what a person just did); the message it displaces before its time is shown after it."""
@@ -86,6 +92,7 @@ class QueuedStatusBar(QStatusBar):
     def _draw(self, text: str, force: bool = False) -> None:
         if text != self._whole or force:
             self._whole = text
+            self._fit_permanent(text)
             fitted = self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, self.message_room())
             if fitted != super().currentMessage():
                 super().showMessage(fitted)  # no Qt timeout: the queue says when a message goes
