@@ -128,7 +128,7 @@ def test_every_job_of_a_sweep_warms_its_path_and_all_decode_on_one(path):
 
 def test_the_speedups_leave_the_warm_ups_out_and_say_so():
     """A vanilla run whose path took 20 s to warm: its wall time (what the speed-ups divide) is the decode's
-    alone, the warm-up is said apart in the tooltip, and the caption names the ratio "decoding only"."""
+    alone, the warm-up is said apart in the tooltip, and the caption says the ratio is of decoding."""
     s = SweepSet.of(1, DELTA, "a cat", BASE, [0.2])
     v, r = s.rungs
     for rung, wall, warm in [(v, 1.2, 20.0), (r, 0.6, 0.3)]:
@@ -136,7 +136,7 @@ def test_the_speedups_leave_the_warm_ups_out_and_say_so():
         res.warm_seconds = warm
         s.finished(res, jsonable(res.record()))
     assert s.speedup(r) == pytest.approx(2.0)  # 1.2 / 0.6, not (1.2 + 20) / (0.6 + 0.3)
-    assert s.caption(r).split("\n")[2] == "2.00× decoding only"
+    assert s.caption(r).split("\n")[2] == "decoding 2.00×"
     assert "warm-up not counted: 20.0 s" in s.tooltip(v) and "(decoding only)" in s.tooltip(r)
     assert v.path == r.path == "eager" and s.path_words() == "all eager"
     r.result.stats["compiled_forwards"] = 5  # a run that decoded compiled: the label says the paths differ
@@ -168,12 +168,12 @@ def test_results_land_on_their_rungs_whatever_order_they_end_in_and_the_speedups
             assert s.speedup(r1) is None and "—" in s.caption(r1)
     assert s.speedup(v) == pytest.approx(1.0) and s.speedup(r1) == pytest.approx(2.0)
     assert s.speedup(r0) == pytest.approx(1.25)
-    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\n2.00× decoding only\nfid 40%"
+    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\ndecoding 2.00×\nfid 40%"
     assert s.caption(v) == "vanilla\n1.00 tok/fwd\nbaseline\nfid 60%"
     assert s.row(r0) == {"value": "δ 0", "tokens_per_forward": 1.25, "speedup": pytest.approx(1.25), "fidelity": 0.6}
     assert s.caption(r2) == "δ 0.2\nwaiting" and not s.ended
     s.quality = False  # a model without a recogniser: no verdict
-    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\n2.00× decoding only" and "fidelity" not in s.tooltip(r1)
+    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\ndecoding 2.00×" and "fidelity" not in s.tooltip(r1)
     assert s.stopped(r2.job, "failed") is r2 and s.ended and s.caption(r2) == "δ 0.2\nfailed"
     assert "3 of 4 done, 1 stopped" in s.summary() and "click one" in s.summary()
     other = SweepSet.of(2, DELTA, "x", BASE, [0.1])

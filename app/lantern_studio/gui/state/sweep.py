@@ -42,7 +42,9 @@ K_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0)  # × the setting
 DELTA_FROM_ZERO = (0.0, 0.05, 0.1, 0.2, 0.4)  # the δ ladder when δ is 0
 K_FROM_ZERO = 16  # the k ladder's centre when k is 0
 ENDED = ("done", "cancelled", "failed")
-SPEED_WORDS = "decoding only"  # what a caption's speed-up compares: wall times of decoding, warm-ups not in them
+# what a caption's speed-up compares: wall times of decoding, warm-ups not in them ("decoding 1.62×"; short, so
+# that six captions fit side by side at 1920×1080; the title and the tooltips say "decoding only")
+SPEED_WORDS = "decoding"
 
 
 def delta_ladder(delta: float) -> List[float]:
@@ -269,7 +271,7 @@ class SweepSet:
             return f"{head}\n{rung.state}"
         row = self.row(rung)
         speed = ("baseline" if rung.vanilla else
-                 "—" if row["speedup"] is None else f"{row['speedup']:.2f}× {SPEED_WORDS}")
+                 "—" if row["speedup"] is None else f"{SPEED_WORDS} {row['speedup']:.2f}×")
         lines = [head, f"{row['tokens_per_forward']:.2f} tok/fwd", speed]
         if self.quality:  # short: a strip picture may be 90 px wide (the tooltip says it in full)
             lines.append(f"fid {fidelity.format_value(row['fidelity'])}")
