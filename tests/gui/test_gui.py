@@ -552,7 +552,8 @@ def overlapping_siblings(window):
 def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     """The window stays the size asked for (nothing widens it: not a long queue message, not the model's
     facts), no text is cut, no two widgets of one layout overlap, the scrubber has a track, the history strip
-    shows whole thumbnails, and what comes and goes (a banner, a Compare result, a replay) moves nothing."""
+    shows whole thumbnails, and what comes and goes (a Compare result, a replay) moves nothing; a banner takes a row
+    from the canvas alone."""
     from lantern_studio.gui.main_window import HISTORY_MIN_HEIGHT
 
     w = open_window(qtbot, tiny)
@@ -575,10 +576,16 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     assert overlapping_siblings(w) == []
     canvas, gallery = w.canvas.size(), w.gallery.size()
     views, canvas_view = w.views.size(), w.single_view.size()
+    rows = w.export_bar.size(), w.queue_view.size()
     w.show_error("model: a long message that wraps over more than one line at the smaller sizes " * 3)
     qtbot.wait(20)
-    assert w.banner.isVisible() and (w.canvas.size(), w.gallery.size()) == (canvas, gallery)
+    # the banner takes a row over the canvas (it covers nothing): the canvas alone gives up that height
+    assert w.banner.isVisible() and w.gallery.size() == gallery and (w.export_bar.size(), w.queue_view.size()) == rows
+    assert w.canvas.width() == canvas.width() and w.canvas.height() >= canvas.height() - w.banner.height() - 6
+    assert (w.width(), w.height()) == size and overlapping_siblings(w) == []
     w.banner.dismiss()
+    qtbot.wait(20)
+    assert w.canvas.size() == canvas
     w.controls.set_prompt("compare me")
     w.controls.set_settings(w.controls.settings().with_(drafter="jacobi"))
     assert w.compare() is not None, w.banner.text()

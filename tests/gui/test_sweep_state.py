@@ -116,10 +116,48 @@ def test_the_job_set_is_the_vanilla_run_then_one_job_per_rung_of_one_group():
     assert [r.job.settings.k for r in ks.rungs[1:]] == [16, 64] and all(isinstance(v, int) for v in ks.values)
 
 
+@pytest.mark.parametrize("path", ["eager", "compiled"])
+def test_every_job_of_a_sweep_warms_its_path_and_all_decode_on_one(path):
+    """As a Compare's halves: one path fixed when the sweep is asked for, each job warming it untimed first,
+    so that no speed-up counts the vanilla path's first-use warm-up."""
+    s = Studio().submit_sweep(DELTA, "a cat", BASE, [0.0, 0.2], "m", path=path)
+    assert s.path == path and all(j.steps == path and j.warm for j in s.jobs) and len(s.jobs) == 3
+    assert f"decoding only, all {path}" in s.summary() and "untimed" in s.help()
+    assert SweepSet.of(1, DELTA, "x", BASE, [0.1], path="anything else").path == "eager"
+
+
+def test_the_speedups_leave_the_warm_ups_out_and_say_so():
+    """A vanilla run whose path took 20 s to warm: its wall time (what the speed-ups divide) is the decode's
+    alone, the warm-up is said apart in the tooltip, and the caption says the ratio is of decoding."""
+    s = SweepSet.of(1, DELTA, "a cat", BASE, [0.2])
+    v, r = s.rungs
+    for rung, wall, warm in [(v, 1.2, 20.0), (r, 0.6, 0.3)]:
+        res = result(rung.job, wall, 1.0 if rung is v else 2.0)
+        res.warm_seconds = warm
+        s.finished(res, jsonable(res.record()))
+    assert s.speedup(r) == pytest.approx(2.0)  # 1.2 / 0.6, not (1.2 + 20) / (0.6 + 0.3)
+    assert s.caption(r).split("\n")[2] == "decoding 2.00×"
+    assert "warm-up not counted: 20.0 s" in s.tooltip(v) and "(decoding only)" in s.tooltip(r)
+    assert v.path == r.path == "eager" and s.path_words() == "all eager"
+    r.result.stats["compiled_forwards"] = 5  # a run that decoded compiled: the label says the paths differ
+    assert s.path_words() == "compiled and eager" and "compiled and eager" in s.summary()
+
+
+def test_a_sweeps_seed_joins_the_session_so_a_later_x4_never_draws_it():
+    studio = Studio()
+    sweep = studio.submit_sweep(K, "a cat", BASE.with_(seed=777), [16, 64], None)
+    assert all(j.settings.seed == 777 for j in sweep.jobs) and 777 in studio.seeds_used
+    draws = iter([777, 1, 777, 2, 3, 4])
+    assert studio.variation_seeds(lambda: next(draws)) == [1, 2, 3, 4]
+    assert all(studio.queue.position(j) is not None for j in sweep.jobs)  # queued, in order
+    assert [studio.queue.position(j) for j in sweep.jobs] == sorted(studio.queue.position(j) for j in sweep.jobs)
+
+
 def test_results_land_on_their_rungs_whatever_order_they_end_in_and_the_speedups_are_against_vanilla():
     s = SweepSet.of(1, DELTA, "a cat", BASE, [0.0, 0.1, 0.2], quality=True)
     v, r0, r1, r2 = s.rungs
-    assert s.summary().startswith("Sweep δ (seed 1234) · 0 of 4 done") and "Esc stops the rest" in s.summary()
+    assert s.summary().startswith("Sweep δ (seed 1234) · speed-ups: decoding only, all eager · 0 of 4 done")
+    assert "Esc stops the rest" in s.summary()
     # a rung that ends before the vanilla run (a re-ordered queue) has no speed-up until the baseline is in
     for rung, wall, tpf, score in [(r1, 0.5, 2.0, 0.4), (v, 1.0, 1.0, 0.6), (r0, 0.8, 1.25, 0.6)]:
         s.started(rung.job)
@@ -130,12 +168,12 @@ def test_results_land_on_their_rungs_whatever_order_they_end_in_and_the_speedups
             assert s.speedup(r1) is None and "—" in s.caption(r1)
     assert s.speedup(v) == pytest.approx(1.0) and s.speedup(r1) == pytest.approx(2.0)
     assert s.speedup(r0) == pytest.approx(1.25)
-    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\n2.00× · fid 40%"
-    assert s.caption(v) == "vanilla\n1.00 tok/fwd\nbaseline · fid 60%"
+    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\ndecoding 2.00×\nfid 40%"
+    assert s.caption(v) == "vanilla\n1.00 tok/fwd\nbaseline\nfid 60%"
     assert s.row(r0) == {"value": "δ 0", "tokens_per_forward": 1.25, "speedup": pytest.approx(1.25), "fidelity": 0.6}
     assert s.caption(r2) == "δ 0.2\nwaiting" and not s.ended
     s.quality = False  # a model without a recogniser: no verdict
-    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\n2.00×" and "fidelity" not in s.tooltip(r1)
+    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\ndecoding 2.00×" and "fidelity" not in s.tooltip(r1)
     assert s.stopped(r2.job, "failed") is r2 and s.ended and s.caption(r2) == "δ 0.2\nfailed"
     assert "3 of 4 done, 1 stopped" in s.summary() and "click one" in s.summary()
     other = SweepSet.of(2, DELTA, "x", BASE, [0.1])

@@ -71,7 +71,8 @@ def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_r
             assert text.startswith(f"δ {rung.value:g}\n") and f"{base / rung.result.stats['wall_seconds']:.2f}×" in text
         assert "fid" not in text  # the tiny model has no recogniser
         assert all(line.shown_text() == line.text() for line in cell.lines), text  # whole, not elided
-    assert "Sweep δ (seed 4321) · 6 of 6 done" in strip.title.text() and shown_whole(strip)
+    assert "Sweep δ (seed 4321) · speed-ups: decoding only, all eager · 6 of 6 done" in strip.title.text()
+    assert shown_whole(strip)
     # this small window's strip: each picture at 1× beside its caption (not squeezed once a picture is in), and
     # scrolled along as the rungs decoded, so the last one is in view
     assert strip.compact and all(cell.view.height() == PICTURE_SMALL for cell in strip.cells)
@@ -182,10 +183,64 @@ def test_a_small_window_gets_captions_beside_the_pictures_a_tall_one_over_them(q
             assert line.y() + line.height() <= view.y() and view.height() == PICTURE_LARGE
         assert cell.caption() == s.caption(rung) == f"{s.label(rung)}\nwaiting"
     # the strip is a few lines tall whatever it holds: compact, it leaves the canvas most of a small column
-    assert strip.sizeHint().height() <= (120 if compact else 240)
+    # (tall: four caption lines over a 2× picture)
+    assert strip.sizeHint().height() <= (120 if compact else 260)
     # the widest caption a rung gets is shown whole
-    strip.cells[0].set_caption("vanilla\n12.34 tok/fwd\nbaseline · fid 100%", "")
-    strip.cells[1].set_caption("δ 0.25\n12.34 tok/fwd\n10.00× · fid 100%", "")
+    strip.cells[0].set_caption("vanilla\n12.34 tok/fwd\nbaseline\nfid 100%", "")
+    strip.cells[1].set_caption("δ 0.25\n12.34 tok/fwd\ndecoding 10.00×\nfid 100%", "")
     qtbot.wait(20)
     for cell in strip.cells[:2]:
         assert all(line.shown_text() == line.text() for line in cell.lines), cell.caption()
+    if not compact:  # in the canvas column of a 1920×1080 window (845 px): all six side by side, no scrolling
+        strip.resize(845, 300)
+        qtbot.wait(20)
+        assert strip.scroll.horizontalScrollBar().maximum() == 0
+
+
+COLD = 2.0  # s: the vanilla path's first use, as a cold path pays it (17–28 s on the real studio)
+
+
+def test_the_first_sweep_of_a_session_leaves_the_vanilla_paths_warm_up_out_of_its_speedups(qtbot, tiny, monkeypatch):
+    """As the first Compare of a session once did, a first sweep would count the vanilla path's warm-up in every
+    speed-up. Here vanilla's first one-token step sleeps COLD seconds once: the run's warm-up takes it, its clock
+    does not, and the captions and the strip's title say the ratio compares decoding only."""
+    w = open_window(qtbot, tiny)
+    runner = w.jobs.worker.pipeline.runner
+    real_step, cold = runner.step, [True]
+
+    def step(tokens, first_index):
+        if cold[0] and tokens.shape[1] == 1:  # vanilla's step shape, first use
+            cold[0] = False
+            time.sleep(COLD)
+        return real_step(tokens, first_index)
+
+    monkeypatch.setattr(runner, "step", step)
+    w.controls.delta.setValue(0.2)
+    s = run_sweep(qtbot, w, "delta", "an honest sweep")
+    assert all(j.warm and j.steps == "eager" for j in s.jobs) and s.path == "eager"
+    base = s.baseline
+    assert not cold[0], "the slow first step never ran"
+    assert base.warm >= COLD and base.wall < COLD  # the wait was measured, apart, and is not in the clock
+    strip = w.sweeps.strip
+    for rung, cell in zip(s.rungs[1:], strip.cells[1:]):
+        assert s.speedup(rung) == pytest.approx(base.wall / rung.wall)
+        assert f"decoding {s.speedup(rung):.2f}×" in cell.caption()
+    assert "speed-ups: decoding only, all eager" in strip.title.text()
+    assert f"warm-up not counted: {base.warm:.1f} s" in strip.cells[0].toolTip()
+
+
+def test_a_later_x4_never_repeats_the_seed_of_a_sweep(qtbot, tiny):
+    w = open_window(qtbot, tiny)
+    c = w.controls
+    c.new_seed.setChecked(False)
+    c.seed.setValue(5151)
+    c.k.setValue(4)
+    c.delta.setValue(0.2)
+    s = run_sweep(qtbot, w, "k")
+    assert all(j.settings.seed == 5151 for j in s.jobs) and 5151 in w.studio.seeds_used
+    draws = iter([5151, 21, 5151, 22, 23, 24])
+    c.draw_seed = lambda: next(draws)
+    v = w.generate_variations()
+    assert v.seeds == [21, 22, 23, 24]
+    w.studio.cancel_all()
+    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)

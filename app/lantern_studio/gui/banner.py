@@ -1,27 +1,24 @@
 """A non-blocking message strip (errors, warnings, notes) with optional action
 buttons and a dismiss button.
 
-It floats over the lower right of the window's central area instead of taking
-a row of the layout: a message that comes and goes moves nothing (the canvas
-and the history strip keep their size), and the prompt box stays uncovered.
-What it covers (at 900×600: the Export and Queue row) comes back by itself: a
-message goes after :data:`SECONDS` of its level (a pointer resting on it holds
-it), except one that offers a way out (its action buttons) — that one stays
-until a choice or ✕. The status line keeps the message's first line meanwhile.
+It takes a row of the canvas column's layout, over the canvas, while it shows:
+it covers nothing (floating over the lower right, it hid the Export and Queue
+row at 900×600); the canvas gives up the row's height meanwhile. A message goes
+after :data:`SECONDS` of its level (a pointer resting on it holds it), except
+one that offers a way out (its action buttons) — that one stays until a choice
+or ✕. The status line keeps the message's first line meanwhile.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence, Tuple
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton
 
 from . import theme
 
 LEVELS = ("error", "warning", "info")
-MAX_WIDTH = 720  # px: a wide window keeps the strip readable instead of one long line
-MARGIN = 8
 SECONDS = {"info": 8.0, "warning": 12.0, "error": 20.0}  # on screen, unless it offers actions
 
 
@@ -52,8 +49,6 @@ class Banner(QFrame):
         self.timer.setSingleShot(True)
         self.timer.timeout.connect(self.dismiss)
         self.hide()
-        if parent is not None:
-            parent.installEventFilter(self)
 
     def enterEvent(self, event):  # noqa: N802 - Qt's name: a person reading it keeps it
         self._hold = self.timer.isActive()
@@ -64,22 +59,6 @@ class Banner(QFrame):
         if getattr(self, "_hold", False) and self.isVisible():
             self.timer.start()
         super().leaveEvent(event)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-        if watched is self.parentWidget() and event.type() == QEvent.Type.Resize and self.isVisible():
-            self.place()
-        return False
-
-    def place(self) -> None:
-        """Anchor to the parent's lower right corner, as tall as the wrapped text needs."""
-        parent = self.parentWidget()
-        if parent is None:
-            return
-        width = max(120, min(MAX_WIDTH, parent.width() - 2 * MARGIN))
-        height = self.heightForWidth(width) if self.hasHeightForWidth() else self.sizeHint().height()
-        height = min(max(height, self.minimumSizeHint().height()), max(40, parent.height() - 2 * MARGIN))
-        self.setGeometry(parent.width() - width - MARGIN, parent.height() - height - MARGIN, width, height)
-        self.raise_()
 
     def show_message(self, text: str, level: str = "error",
                      actions: Sequence[Tuple[str, Callable[[], None]]] = ()) -> None:
@@ -98,7 +77,6 @@ class Banner(QFrame):
         self.style().unpolish(self)
         self.style().polish(self)
         self.show()
-        self.place()
         self.timer.stop()
         if not actions:  # a message with a way out stays until it is taken or dismissed
             self.timer.start(int(1000 * SECONDS[self.level]))

@@ -11,13 +11,14 @@ import numpy as np
 from PySide6.QtCore import QMimeData, QPoint, QRect, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QDrag, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QApplication, QCheckBox, QComboBox, QHBoxLayout, QLabel, QProgressBar, QScrollArea, QSizePolicy, QVBoxLayout,
+    QApplication, QCheckBox, QComboBox, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QVBoxLayout,
     QWidget,
 )
 
 from ..engine.decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECISION_NAMES
 from ..export import target_forwards
 from . import tooltips as tt
+from .progress_bar import FittedProgressBar
 from .jobs import UNFILLED, Frame
 
 # overlay colours by how the engine decided each token
@@ -208,7 +209,7 @@ class Canvas(QWidget):
         self.scroll.setWidget(self.view)
         lay.addWidget(self.scroll, 1)
 
-        self.progress = QProgressBar()
+        self.progress = FittedProgressBar()  # its text fits (abbreviated, elided), whole in its tooltip
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setFormat("idle")

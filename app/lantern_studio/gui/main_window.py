@@ -1,9 +1,10 @@
 """The studio window: assembles the panels, forwards the engine's events to the studio model
 (:mod:`.state.studio`, no Qt) and redraws from what it says.
 
-    ┌ controls ┬ canvas / export / queue ┬ stats · compare · chart ┐
-    └──────────────────── history gallery ──────────────[ banner ]─┘
-    (the banner floats over the lower right corner: it moves nothing)
+    ┌ controls ┬ [ banner ]              ┬ stats · compare · chart ┐
+    │          │ canvas / export / queue │                         │
+    └──────────────────── history gallery ─────────────────────────┘
+    (the banner takes a row over the canvas while it shows: it covers nothing)
 
 A window too narrow for three columns (``three_columns_width``) shows two: the controls, the results
 (stats, Compare, chart) and the history become three tabs of one side column beside the canvas, and the
@@ -30,7 +31,7 @@ from PIL import Image
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QScrollArea, QSplitter, QStackedWidget, QTabWidget, QToolButton, QVBoxLayout,
+    QFileDialog, QMainWindow, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget, QToolButton, QVBoxLayout,
     QWidget,
 )
 
@@ -47,6 +48,7 @@ from .banner import Banner
 from .canvas import Canvas
 from .chart import TradeoffChart
 from .controls import OPEN_FOLDER, ControlsPanel
+from .elided_label import ElidedLabel
 from .export_bar import DEFAULT_FACTOR, DEFAULT_METHOD, ExportBar
 from .help_dialog import show_how_it_works
 from .history import HistoryGallery, ask_user
@@ -172,7 +174,7 @@ class MainWindow(QMainWindow):
         outer = QVBoxLayout(central)
         outer.setContentsMargins(8, 8, 8, 4)
         outer.setSpacing(6)
-        self.banner = Banner(central)  # floats over the lower right: showing it moves nothing (banner.py)
+        self.banner = Banner()  # a row over the canvas while it shows: it covers nothing (banner.py)
 
         self.controls = ControlsPanel()
         scroll = side_scroll(self.controls)
@@ -186,6 +188,7 @@ class MainWindow(QMainWindow):
         ml = QVBoxLayout(middle)
         ml.setContentsMargins(4, 0, 4, 0)
         ml.setSpacing(6)
+        ml.addWidget(self.banner)
         # the canvas column's two views: the single canvas with its replay bar, and the Compare race
         self.views = QStackedWidget()
         self.single_view = QWidget()
@@ -255,7 +258,9 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self.setStatusBar(QueuedStatusBar())  # messages wait their turn instead of overwriting each other
-        self.status_model = QLabel()
+        # the model's part: at most half the line (status_line.py), ends in "…" where narrower; whole in its tooltip
+        self.status_model = ElidedLabel()
+        self.status_model.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         self.statusBar().addPermanentWidget(self.status_model)
         self.canvas.view.make_drag_file = self._drag_file
         for side, lane in self.race.lanes.items():
@@ -590,7 +595,7 @@ class MainWindow(QMainWindow):
             self._chart_from_history(info.name)
         self.setWindowTitle(info.name)  # Qt appends the application's display name: "emoji-64 — Lantern Studio"
         self.status_model.setText(info.status_text())
-        self.status_model.setToolTip(info.status_tip())
+        self.status_model.setToolTip(f"{info.status_text()}\n{info.status_tip()}")
         self.statusBar().queue(f"Model {info.name} ready", 4000)
         if self._banner_topic == "model":
             self.banner.dismiss()
@@ -602,7 +607,7 @@ class MainWindow(QMainWindow):
         changed = steps != self.model_info.steps
         self.model_info = replace(self.model_info, steps=steps)
         self.status_model.setText(self.model_info.status_text(doing))
-        self.status_model.setToolTip(self.model_info.status_tip())
+        self.status_model.setToolTip(f"{self.model_info.status_text(doing)}\n{self.model_info.status_tip()}")
         if changed and steps == "compiled":
             self.statusBar().queue("Decode steps compiled: the next Generate runs them", 6000)
 
@@ -662,10 +667,14 @@ class MainWindow(QMainWindow):
         self._settings_restored = True
         prompt = self.controls.prompt_text().strip()
         self.controls.remember_prompt(prompt)
-        path = "compiled" if self.model_info is not None and self.model_info.steps == "compiled" else "eager"
-        pair = self.studio.submit_compare(prompt, s, self.jobs.model_spec, path)  # both halves on one path
+        pair = self.studio.submit_compare(prompt, s, self.jobs.model_spec, self.decode_path())  # one path for both
         self.jobs.changed()
         return pair.vanilla.job, pair.lantern.job
+
+    def decode_path(self) -> str:
+        """The one path every job of a Compare or a Sweep decodes on: compiled when jobs decode compiled now,
+        else eager (also where measured timings pick per family: one path keeps the ratios about the method)."""
+        return "compiled" if self.model_info is not None and self.model_info.steps == "compiled" else "eager"
 
     def generate_variations(self) -> Optional[VariationSet]:
         """Generate ×4: four jobs of the prompt and settings, each with a new seed (whatever New seed each

@@ -10,12 +10,13 @@ import time
 from typing import Dict, Optional
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ..export import target_forwards
 from . import theme
 from .canvas import ImageView, to_qimage
 from .elided_label import ElidedLabel
+from .progress_bar import FittedProgressBar
 from .jobs import Frame
 from .replay import ReplayError
 from .state.compare import LANTERN, VANILLA, ComparePair
@@ -54,7 +55,7 @@ class RaceLane(QWidget):
         # canvas's long hint at both ends)
         self.view.setMinimumSize(self.view.least)
         lay.addWidget(self.view, 1)
-        self.progress = QProgressBar()
+        self.progress = FittedProgressBar()  # its text fits (abbreviated, elided), whole in its tooltip
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setFormat("waiting")

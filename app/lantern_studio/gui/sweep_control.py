@@ -79,11 +79,11 @@ class SweepControl(QObject):
             return None
         prompt = w.controls.prompt_text().strip()
         w.controls.remember_prompt(prompt)
-        sweep = SweepSet.of(w.studio.new_group(), axis, prompt, settings, ladder(axis, settings, vocab),
-                            w.jobs.model_spec, bool(info is not None and info.has_score))
+        # one path for every run, as a Compare's (a compile that ends mid-sweep must not split it), each run
+        # warming it untimed first: the speed-ups compare decoding only. Its seed joins the session's seeds
+        sweep = w.studio.submit_sweep(axis, prompt, settings, ladder(axis, settings, vocab), w.jobs.model_spec,
+                                      bool(info is not None and info.has_score), w.decode_path())
         self.sweep = sweep
-        for job in sweep.jobs:
-            w.studio.queue.add(job)
         self.strip.fit(w.height())
         self.strip.start(sweep, info.grid ** 2 if info is not None else 0)
         self.strip.show()

@@ -19,7 +19,7 @@ from .jobs import Frame
 from .state.sweep import SweepSet
 from .variations_view import CHOSEN_STYLE, PLAIN_STYLE, CellView
 
-LINES = 3  # a caption's lines: the value; tokens per forward; speed-up and fidelity
+LINES = 4  # a caption's lines: the value; tokens per forward; speed-up (of decoding); fidelity
 # A window less tall than this (px) gets the compact strip: each picture at 1× with its caption beside it, so
 # that the canvas keeps most of the column (captions over the pictures took 40 % of it at 900×600); a taller
 # window gets the pictures at 2× with their captions over them, all six side by side at 1920×1080
@@ -28,7 +28,7 @@ PICTURE_SMALL, PICTURE_LARGE = 68, 132  # the pictures' height: a 64-px picture 
 CELL_LEAST = QSize(48, 40)
 # the widest caption lines a rung gets (its value is shorter): its caption is at least this wide, and the strip
 # scrolls sideways where the canvas column is narrower than all of them
-WIDEST_LINES = ("0.00 tok/fwd", "00.00× · fid 100%", "baseline · fid 100%")
+WIDEST_LINES = ("0.00 tok/fwd", "decoding 00.00×", "fid 100%")
 
 
 def compact(window_height: int) -> bool:

@@ -19,6 +19,7 @@ from ...engine.settings import GenerationSettings
 from ..jobs import Frame, Job, JobResult
 from .compare import COMPILED, EAGER, LANTERN, ROLES, VANILLA, ComparePair
 from .queue import QueueState
+from .sweep import SweepSet
 from .variations import COUNT as VARIATIONS
 from .variations import ROLE as VARIATION_ROLE
 from .variations import Cell, VariationSet, fresh_seeds
@@ -92,6 +93,16 @@ class Studio:
         self._queue(lantern)
         return pair
 
+    def submit_sweep(self, axis: str, prompt: str, settings: GenerationSettings, values: List, model: Optional[str],
+                     quality: bool = False, path: str = EAGER) -> SweepSet:
+        """Sweep δ / k: the vanilla run and one job per value of ``axis``, queued back to back as one group
+        (Esc stops them together), all on ``path`` and each warming it untimed first (state/sweep.py); their
+        seed joins the session's, so a later Generate ×4 never draws it."""
+        sweep = SweepSet.of(next(self._groups), axis, prompt, settings, values, model, quality, path)
+        for job in sweep.jobs:
+            self._queue(job)
+        return sweep
+
     def submit_variations(self, prompt: str, settings: GenerationSettings, model: Optional[str],
                           seeds: List[int]) -> VariationSet:
         """Generate ×4: one job per seed, queued back to back as one group (Esc stops them together); the grid
@@ -105,7 +116,7 @@ class Studio:
 
     def variation_seeds(self, draw: Callable[[], int]) -> List[int]:
         """The seeds of a new Generate ×4: COUNT new ones from ``draw``, none used before in this session (by
-        any Generate, Compare or ×4): four pictures never seen yet."""
+        any Generate, Compare, ×4 or Sweep): four pictures never seen yet."""
         return fresh_seeds(VARIATIONS, draw, avoid=self.seeds_used)
 
     def variation_of(self, job: Job) -> Optional[Cell]:

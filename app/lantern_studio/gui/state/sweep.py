@@ -12,7 +12,10 @@ The ladder, around the slider's setting ``v`` (the one definition; the README an
   dropped. k = 0 (exact) sweeps around :data:`K_FROM_ZERO`.
 
 The vanilla run goes first, so each rung's speed-up (vanilla's wall time over the rung's, same prompt, seed and
-sampling) is known the moment the rung ends. A set knows which job is which rung, how far each got, its history
+sampling) is known the moment the rung ends. As a Compare's halves (``state/compare.py``), every job of a sweep
+decodes on one path (``path``: eager or compiled, fixed when the sweep is asked for, so a compile that ends
+mid-sweep cannot split it) and first warms that path with a few untimed steps (``Job.warm``): the speed-ups
+compare decoding only, never the vanilla path's first-use warm-up (17–28 s on the real studio). A set knows which job is which rung, how far each got, its history
 row once saved, the picture a person chose, and the curve's points (the rungs' trade-off points in ladder order;
 the vanilla run is a point of its own, not on the curve).
 """
@@ -25,6 +28,7 @@ from typing import Callable, List, Optional, Sequence
 from ... import fidelity
 from ...engine.settings import GenerationSettings
 from ..jobs import Job, JobResult
+from .compare import COMPILED, EAGER
 from .tradeoff import TradeoffPoint, point_of
 
 ROLE = "sweep"  # Job.role of every job of a sweep, its vanilla run included
@@ -38,6 +42,9 @@ K_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0)  # × the setting
 DELTA_FROM_ZERO = (0.0, 0.05, 0.1, 0.2, 0.4)  # the δ ladder when δ is 0
 K_FROM_ZERO = 16  # the k ladder's centre when k is 0
 ENDED = ("done", "cancelled", "failed")
+# what a caption's speed-up compares: wall times of decoding, warm-ups not in them ("decoding 1.62×"; short, so
+# that six captions fit side by side at 1920×1080; the title and the tooltips say "decoding only")
+SPEED_WORDS = "decoding"
 
 
 def delta_ladder(delta: float) -> List[float]:
@@ -120,6 +127,18 @@ class Rung:
     def score(self) -> Optional[float]:
         return None if self.result is None else self.result.score
 
+    @property
+    def warm(self) -> Optional[float]:
+        """Seconds its untimed warm-up took before its clock started (None: none ran, or not done)."""
+        return None if self.result is None else self.result.warm_seconds
+
+    @property
+    def path(self) -> Optional[str]:
+        """The path it decoded on, as it ran (compiled steps made some of its forwards, or none)."""
+        if self.result is None:
+            return None
+        return COMPILED if int(self.result.stats.get("compiled_forwards") or 0) > 0 else EAGER
+
 
 @dataclass
 class SweepSet:
@@ -129,17 +148,24 @@ class SweepSet:
     rungs: List[Rung] = field(default_factory=list)  # the vanilla run first, then the ladder ascending
     quality: bool = False  # the model has a recogniser: captions give its verdict
     chosen: Optional[int] = None  # the rung a person made the current picture
+    path: str = EAGER  # the path every job was asked to decode on (Rung.path: the one each ran on)
 
     @classmethod
     def of(cls, group: int, axis: str, prompt: str, settings: GenerationSettings, values: Sequence,
-           model: Optional[str] = None, quality: bool = False) -> "SweepSet":
+           model: Optional[str] = None, quality: bool = False, path: str = EAGER) -> "SweepSet":
         """The jobs of a sweep of ``axis`` over ``values``: the vanilla run of ``settings`` (no drafter, the
-        same seed and sampling), then one job per value with ``settings`` changed only there."""
+        same seed and sampling), then one job per value with ``settings`` changed only there; every one on
+        ``path`` and warming it untimed before its clock starts (the module's docstring)."""
         cast = float if axis == DELTA else int
-        rungs = [Rung(0, None, Job(prompt, settings.with_(drafter="none"), model, ROLE, group))]
+        path = COMPILED if path == COMPILED else EAGER
+
+        def job(s: GenerationSettings) -> Job:
+            return Job(prompt, s, model, ROLE, group, steps=path, warm=True)
+
+        rungs = [Rung(0, None, job(settings.with_(drafter="none")))]
         for i, v in enumerate(values, 1):
-            rungs.append(Rung(i, cast(v), Job(prompt, settings.with_(**{axis: cast(v)}), model, ROLE, group)))
-        return cls(group, axis, prompt, rungs, quality)
+            rungs.append(Rung(i, cast(v), job(settings.with_(**{axis: cast(v)}))))
+        return cls(group, axis, prompt, rungs, quality, path=path)
 
     @property
     def jobs(self) -> List[Job]:
@@ -228,19 +254,28 @@ class SweepSet:
         return {"value": self.label(rung), "tokens_per_forward": rung.tokens_per_forward,
                 "speedup": self.speedup(rung), "fidelity": rung.score}
 
+    def path_words(self) -> str:
+        """Which path the sweep's runs decoded on, as its labels say it: "all eager", or "eager and
+        compiled" when they differ (a compiled path asked for where compiling failed ran eagerly)."""
+        ran = sorted({r.path for r in self.rungs if r.done} or {self.path})
+        return f"all {ran[0]}" if len(ran) == 1 else " and ".join(ran)
+
     def caption(self, rung: Rung, n_fixed: Optional[int] = None, total: Optional[int] = None) -> str:
         """The rung's lines over its picture: its value; then how far it got, or, once done, its tokens per
-        forward, and its speed-up against the vanilla run with the recogniser's verdict (fidelity)."""
+        forward, its speed-up against the vanilla run (decoding only: warm-ups are not in it) and the
+        recogniser's verdict (fidelity)."""
         head = self.label(rung)
         if rung.state == "running":
             return head + "\n" + (f"{100 * n_fixed // total}%" if n_fixed is not None and total else "starting…")
         if not rung.done:
             return f"{head}\n{rung.state}"
         row = self.row(rung)
-        speed = "baseline" if rung.vanilla else ("—" if row["speedup"] is None else f"{row['speedup']:.2f}×")
+        speed = ("baseline" if rung.vanilla else
+                 "—" if row["speedup"] is None else f"{SPEED_WORDS} {row['speedup']:.2f}×")
+        lines = [head, f"{row['tokens_per_forward']:.2f} tok/fwd", speed]
         if self.quality:  # short: a strip picture may be 90 px wide (the tooltip says it in full)
-            speed += f" · fid {fidelity.format_value(row['fidelity'])}"
-        return "\n".join([head, f"{row['tokens_per_forward']:.2f} tok/fwd", speed])
+            lines.append(f"fid {fidelity.format_value(row['fidelity'])}")
+        return "\n".join(lines)
 
     def tooltip(self, rung: Rung) -> str:
         """A rung's whole story, for the caption's tooltip."""
@@ -248,8 +283,11 @@ class SweepSet:
         if rung.done:
             row = self.row(rung)
             lines.append(f"{row['tokens_per_forward']:.2f} tokens per target forward (the prefill's included)")
-            lines.append(f"{rung.wall:.2f} s" + ("" if row["speedup"] is None or rung.vanilla else
-                                                 f" · {row['speedup']:.2f}× the speed of the vanilla run"))
+            lines.append(f"{rung.wall:.2f} s decoding, {rung.path}" + (
+                "" if row["speedup"] is None or rung.vanilla else
+                f" · {row['speedup']:.2f}× the speed of the vanilla run (decoding only)"))
+            if rung.warm is not None:
+                lines.append(f"warm-up not counted: {rung.warm:.1f} s of untimed steps before its clock started")
             if self.quality:
                 lines.append(f"{fidelity.NAME} {fidelity.format_value(row['fidelity'])}: the recogniser's "
                              "probability that the picture shows what the prompt asks for")
@@ -264,7 +302,8 @@ class SweepSet:
         if stopped:
             counts.append(f"{stopped} stopped")
         hint = "Esc stops the rest" if not self.ended else ("click one to pick it" if done else "none finished")
-        return f"{self.title} (seed {self.baseline.job.settings.seed}) · " + ", ".join(counts) + " · " + hint
+        return (f"{self.title} (seed {self.baseline.job.settings.seed}) · speed-ups: decoding only, "
+                f"{self.path_words()} · " + ", ".join(counts) + " · " + hint)
 
     def curve(self) -> List[TradeoffPoint]:
         """The chart's curve: the finished rungs' trade-off points (from their records, as the chart places
@@ -280,8 +319,10 @@ class SweepSet:
 
     def help(self) -> str:
         return (f"{self.title}: the current prompt and seed decoded at a ladder of {SYMBOL[self.axis]} values around "
-                "the slider's, after one vanilla run of the same seed (the baseline of every speed-up). Each picture "
-                "says its value, tokens per target forward, its speed-up against the vanilla run"
+                "the slider's, after one vanilla run of the same seed (the baseline of every speed-up). Every run "
+                f"decodes {self.path_words()} and first warms its path with a few untimed steps, so a speed-up "
+                "compares decoding only (a first-use warm-up is not in it). Each picture says its value, tokens "
+                "per target forward, its speed-up against the vanilla run"
                 + (" and the recogniser's verdict" if self.quality else "")
                 + "; the chart joins the rungs as one curve. Click a finished one to make it the current picture. "
                 "Esc stops the running one and the waiting ones.")
