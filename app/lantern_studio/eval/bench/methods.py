@@ -4,6 +4,7 @@ the default grid (:func:`method_grid`) and ``--methods`` selection."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
@@ -175,15 +176,43 @@ def with_compiled_twins(methods: Sequence[Method]) -> list[Method]:
     return out
 
 
+_NAMED = re.compile(r"^(?:(?P<exact>exact)-(?P<edrafter>jacobi|eagle)|lantern-(?P<drafter>jacobi|eagle)"
+                    r"-k(?P<k>\d+)-d(?P<delta>\d+(?:\.\d+)?))(?:-L(?P<window>\d+))?$")
+
+
+def parse_method(name: str) -> Optional[Method]:
+    """A method named outside the grid: ``lantern-jacobi-k64-d0.3-L12`` (any k, δ in [0, 1], window) or
+    ``exact-jacobi-L16``; None for any other name (a δ ladder need not be in the grid)."""
+    m = _NAMED.match(name)
+    if m is None:
+        return None
+    window = int(m["window"]) if m["window"] else None
+    if window is not None and not 1 <= window <= 64:
+        return None
+    if m["exact"]:
+        return Method(name, "exact", m["edrafter"], draft_length=window)
+    delta = float(m["delta"])
+    if not 0 <= delta <= 1:
+        return None
+    family = "jacobi-relaxed" if m["drafter"] == "jacobi" else "lantern"
+    return _lantern(m["drafter"], int(m["k"]), delta, family=family, draft_length=window)
+
+
 def select_methods(methods: Sequence[Method], patterns: Optional[Sequence[str]]) -> list[Method]:
     """Keep the methods whose name or family matches one of the glob ``patterns``
     (commas also separate patterns). Vanilla, the reference, is always kept."""
     if not patterns:
         return list(methods)
     pats = [p.strip() for item in patterns for p in str(item).split(",") if p.strip()]
+    methods = list(methods)
+    drafters = {m.drafter for m in methods if m.family != "vanilla"}
     for p in pats:
         if not any(fnmatch.fnmatchcase(m.name, p) or fnmatch.fnmatchcase(m.family, p) for m in methods):
-            raise BenchError(f"--methods: {p!r} matches none of: {', '.join(m.name for m in methods)}")
+            named = parse_method(p)
+            if named is None or named.drafter not in drafters:
+                raise BenchError(f"--methods: {p!r} matches none of: {', '.join(m.name for m in methods)} "
+                                 "(nor is it a name like lantern-jacobi-k64-d0.3-L12 or exact-jacobi-L12)")
+            methods.append(named)
     keep = [m for m in methods
             if m.family == "vanilla" or any(fnmatch.fnmatchcase(m.name, p) or fnmatch.fnmatchcase(m.family, p) for p in pats)]
     return keep
