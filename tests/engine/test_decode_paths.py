@@ -44,3 +44,26 @@ def test_verdicts_are_kept_per_fingerprint_and_a_bad_file_counts_as_none(tmp_pat
     v.path.write_text(json.dumps({"machine A": {f: {"eager": -1, "compiled": 1} for f in dp.FAMILIES}}))
     assert v.get("machine A") is None
     assert "speculative (LANTERN): eager (0.85 s compiled vs 0.78 s eager)" in dp.describe(t)
+
+
+def test_a_busy_machine_is_noted_and_its_verdict_not_kept(monkeypatch, tmp_path):
+    """Timed while the load average exceeds the cores: the timings say so, and a relaunch measures again."""
+    import os
+
+    from lantern_studio.engine import compiled_decoding as cd
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **_k: fn)
+    monkeypatch.setattr(os, "getloadavg", lambda: (99.0, 99.0, 99.0))
+    pipe = load_pipeline(str(build_tiny_model_dir(tmp_path / "tiny")))
+    timings = dp.time_paths(pipe.with_compiled_steps(warm=False), rounds=1)
+    assert all(t.busy for t in timings.values()) and "machine busy" in dp.describe(timings)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    assert not any(t.busy for t in dp.time_paths(pipe.with_compiled_steps(warm=False), rounds=1).values())
+
+    kept = []
+    monkeypatch.setattr(cd.PathVerdicts, "put", lambda self, key, t: kept.append(t))
+    d = cd.CompiledDecoding.__new__(cd.CompiledDecoding)
+    d.__dict__.update(eager=pipe, twin=None, note=None, timings=None, _fingerprint="fp",
+                      task=type("T", (), {"done": True, "cancelled": False, "source": pipe, "note": None,
+                                          "result": pipe, "timings": timings})())
+    assert d.adopt() and d.timings is timings and kept == []

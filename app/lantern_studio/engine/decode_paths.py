@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ VANILLA, SPECULATIVE = "vanilla", "speculative"
 FAMILIES = (VANILLA, SPECULATIVE)
 FAMILY_WORDS = {VANILLA: "vanilla AR", SPECULATIVE: "speculative (LANTERN)"}
 #: compiled is chosen only when it is at least this much faster (timings of a few decodes are noisy)
-MARGIN = 0.03
+MARGIN = 0.05
 VERDICTS_FILE = "decode-paths.json"
 
 
@@ -48,13 +47,14 @@ class PathTiming:
 
     eager: float
     compiled: float
+    busy: bool = False  # the machine had more runnable work than cores while this was timed
 
     @property
     def faster(self) -> str:
         return "compiled" if self.compiled < self.eager * (1 - MARGIN) else "eager"
 
     def words(self) -> str:
-        return f"{self.compiled:.2f} s compiled vs {self.eager:.2f} s eager"
+        return f"{self.compiled:.2f} s compiled vs {self.eager:.2f} s eager" + (", machine busy" if self.busy else "")
 
 
 def family_settings(defaults) -> dict:
@@ -66,10 +66,13 @@ def family_settings(defaults) -> dict:
 
 def time_paths(pipe, rounds: int = 3, should_stop: Optional[Callable[[], bool]] = None) -> Optional[dict]:
     """{family: PathTiming} from ``rounds`` decodes of each family on each path, interleaved, on ``pipe``
-    (a compiled twin no job uses yet: its graphs are switched off for the eager decodes). None when
-    stopped, or when the model cannot decode its warm-up prompt (nothing to time)."""
+    (a compiled twin no job uses yet: its graphs are switched off for the eager decodes); each path's
+    fastest decode counts (other work on the machine only ever slows one down). None when stopped, or
+    when the model cannot decode its warm-up prompt (nothing to time). ``busy``: the load average
+    exceeded the cores while timing (the caller then keeps the verdict for this launch only)."""
     runner = pipe.runner
     graphs = runner.graphs
+    load = [_load()]
     if graphs is None:
         return None
     prompt = pipe.conditioner.warm_prompt
@@ -89,9 +92,18 @@ def time_paths(pipe, rounds: int = 3, should_stop: Optional[Callable[[], bool]] 
                     for _ev in run:
                         pass
                     seconds[family][path].append(time.perf_counter() - t)
+                    load.append(_load())
     finally:
         runner.graphs = graphs
-    return {f: PathTiming(statistics.median(s["eager"]), statistics.median(s["compiled"])) for f, s in seconds.items()}
+    busy = max(load) > (os.cpu_count() or 1)
+    return {f: PathTiming(min(s["eager"]), min(s["compiled"]), busy) for f, s in seconds.items()}
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):  # no load average on this system
+        return 0.0
 
 
 def _cpu_name() -> str:
@@ -136,14 +148,15 @@ class PathVerdicts:
         if not isinstance(entry, dict):
             return None
         try:
-            out = {f: PathTiming(float(entry[f]["eager"]), float(entry[f]["compiled"])) for f in FAMILIES}
+            out = {f: PathTiming(float(entry[f]["eager"]), float(entry[f]["compiled"]),
+                                 bool(entry[f].get("busy", False))) for f in FAMILIES}
         except (KeyError, TypeError, ValueError):
             return None
         return out if all(t.eager > 0 and t.compiled > 0 for t in out.values()) else None
 
     def put(self, key: str, timings: dict) -> None:
         data = self._read()
-        data[key] = {f: {"eager": t.eager, "compiled": t.compiled} for f, t in timings.items()}
+        data[key] = {f: {"eager": t.eager, "compiled": t.compiled, "busy": t.busy} for f, t in timings.items()}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps(data, indent=1)
