@@ -252,3 +252,12 @@ def test_a_real_file_size_limit_during_a_save_is_one_line_and_keeps_the_checkpoi
     assert str(run / CHECKPOINT_NAME) in lines[0] and "the previous checkpoint is kept" in lines[0], lines[0]
     assert (run / CHECKPOINT_NAME).read_bytes() == before
     assert not [p.name for p in run.iterdir() if ".tmp" in p.name]
+
+
+def test_an_ar_checkpoint_whose_weight_average_does_not_fit_is_one_line(model_and_pack, good_runs, tmp_path, capsys):
+    def bad_ema(ck):
+        ck["extra"]["ema"] = {k: torch.zeros(2) for k in ck["model"]}
+
+    run = _hostile_run(good_runs, "ar", tmp_path, bad_ema)
+    capsys.readouterr()
+    _one_line(capsys, main(ARGV["ar"](*model_and_pack, run, 4)), str(run / CHECKPOINT_NAME), "weight average (ema)")

@@ -427,6 +427,12 @@ class ArTrainer:
 
     def load_extra_state(self, extra: dict) -> None:
         ema = extra.get("ema")
+        if ema is not None:  # a checkpoint is untrusted input: the average must be this model's tensors
+            own = self.model.state_dict()
+            if not isinstance(ema, dict) or set(ema) != set(own) or any(
+                    not isinstance(v, torch.Tensor) or tuple(v.shape) != tuple(own[k].shape) for k, v in ema.items()):
+                raise TrainingError(f"{Path(self.a.run) / CHECKPOINT_NAME}: its weight average (ema) does not fit "
+                                    "this model; use another --run folder")
         self.ema = None if ema is None else {k: v.to(self.device) for k, v in ema.items()}
         self.start_ema()  # --ema on a run that kept none: the average starts from the resumed weights
 
