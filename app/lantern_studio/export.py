@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image, PngImagePlugin
 
 from . import fidelity
+from .engine.decode_method import DecodeMethod
 from .engine.files import atomic_write
 from .records import JSON_KEY, read_record
 
@@ -33,33 +34,6 @@ def slug(text: str, limit: int = 40) -> str:
     return (s[:limit].rstrip("-") or "image")
 
 
-def describe_bound(s: dict) -> str:
-    """Which relaxation produced an image, from its settings dict: "LANTERN", "LANTERN++"
-    (a λ with bound "lantern" or unset: how LANTERN++ was asked for before the field
-    existed) or "LANTERN step-bounded"."""
-    bound = s.get("bound") or "lantern"
-    if s.get("lam") is not None and bound != "step":
-        return "LANTERN++"
-    return "LANTERN step-bounded" if bound == "step" else "LANTERN"
-
-
-def bound_value(s: dict) -> str:
-    """λ, or δ as it was spent: "δ=0.2", "δ=0.2·H(p)/log V" (entropy-adaptive), "δ=0.2·0.8^i" (tightening
-    along the draft), "δ=0.2 per step"
-    (the step bound: each step's output within δ of the target in total variation)."""
-    if s.get("lam") is not None and (s.get("bound") or "lantern") != "step":
-        return f"λ={s['lam']}"
-    text = f"δ={s.get('delta')}"
-    if s.get("adaptive_delta"):
-        text += "·H(p)/log V"
-    decay = s.get("delta_decay", 1.0)
-    if isinstance(decay, (int, float)) and decay != 1:
-        text += f"·{decay:g}^i"
-    if s.get("bound") == "step":
-        text += " per step"
-    return text
-
-
 def target_forwards(engine_count):
     """The one count of target forwards the studio and its PNGs show (the PNG's "Steps", the stats panel,
     the canvas line, the Compare): the prefill's forward included, so one per decoding step (a vanilla
@@ -72,14 +46,12 @@ def target_forwards(engine_count):
 
 def a1111_parameters(record: dict) -> str:
     s = record.get("settings", {})
-    method = "vanilla AR" if s.get("drafter", "none") == "none" else f"speculative ({s.get('drafter')})"
-    if s.get("drafter", "none") != "none" and s.get("k", 0) > 0:
-        method = f"{describe_bound(s)} ({s.get('drafter')}, k={s.get('k')}, {bound_value(s)})"
+    method = DecodeMethod.of_dict(s)  # the one home of what a method is called
     stats = record.get("stats", {})
     h, w = record.get("size", (0, 0))
     fields = [
         ("Steps", target_forwards(stats.get("target_forwards"))),
-        ("Sampler", method),
+        ("Sampler", method.sampler),
         ("CFG scale", s.get("cfg_scale")),
         ("Seed", s.get("seed")),
         ("Size", f"{w}x{h}"),
@@ -87,19 +59,12 @@ def a1111_parameters(record: dict) -> str:
         ("Temperature", s.get("temperature")),
         ("Top-k", s.get("top_k")),
         ("Top-p", s.get("top_p")),
-        ("Bound", _bound_field(s)),
-        ("TV budget per token", _budget_field(s, stats)),
+        ("Bound", method.bound_field),
+        ("TV budget per token", _budget_field(method, stats)),
         ("Compiled", _compiled_field(record)),
         ("Prompt fidelity", None if fidelity.of_record(record) is None else fidelity.format_value(fidelity.of_record(record))),
     ]
     return record.get("prompt", "") + "\n" + ", ".join(f"{k}: {v}" for k, v in fields if v is not None)
-
-
-def _bound_field(s: dict) -> Optional[str]:
-    """The A1111 "Bound" field: lantern, lantern++ or step; None without a relaxation."""
-    if s.get("drafter", "none") == "none" or s.get("k", 0) <= 0:
-        return None
-    return {"LANTERN": "lantern", "LANTERN++": "lantern++"}.get(describe_bound(s), "step")
 
 
 def _compiled_field(record: dict) -> Optional[str]:
@@ -110,12 +75,12 @@ def _compiled_field(record: dict) -> Optional[str]:
     return "yes" if record["compiled"] else "no"
 
 
-def _budget_field(s: dict, stats: dict) -> Optional[str]:
+def _budget_field(method: DecodeMethod, stats: dict) -> Optional[str]:
     """The A1111 "TV budget per token" field: the per-step bounds summed over the image
     (DecodeStats.tv_budget_total) averaged over its tokens, a number on δ's own scale (0 … 1)
     that a person compares with the δ they set. The sum itself ("TV budget: 50.2" read as
     nothing) stays in the JSON record's stats; without a token count the field is left out."""
-    if _bound_field(s) in (None, "lantern++"):
+    if method.bound_field in (None, "lantern++"):
         return None
     total, tokens = stats.get("tv_budget_total"), stats.get("tokens")
     if not isinstance(total, (int, float)) or not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:

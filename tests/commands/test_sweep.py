@@ -91,16 +91,14 @@ def test_a_k_sweep_keeps_delta_fixed_and_the_contact_sheet_captions_name_k(tiny,
 
 
 def test_with_a_recogniser_the_table_gives_its_verdict(tiny, tmp_path, capsys, monkeypatch):
-    import lantern_studio.cli as cli
-
-    real = cli.load_pipeline
+    real = sweep.load_pipeline
 
     def with_scorer(*args, **kwargs):  # a model folder that ships a recogniser, faked
         pipe = real(*args, **kwargs)
         pipe.scorer = lambda image, prompt: float(np.asarray(image).mean()) / 255.0
         return pipe
 
-    monkeypatch.setattr(cli, "load_pipeline", with_scorer)
+    monkeypatch.setattr(sweep, "load_pipeline", with_scorer)  # the module that runs `lantern-studio sweep`
     out = tmp_path / "fid"
     assert cli_main(["sweep", "a red heart", "--model", str(tiny), "--delta", "0.1,0.3", "--out", str(out),
                      "--quiet"]) == 0

@@ -436,7 +436,7 @@ def test_new_settings_round_trip_and_keep_old_records_meaning():
 
 
 def test_cli_flags_reach_the_settings():
-    from lantern_studio.cli import add_sampling_arguments, settings_from_args
+    from lantern_studio.commands.generate import add_sampling_arguments, settings_from_args
 
     p = argparse.ArgumentParser()
     add_sampling_arguments(p)
@@ -457,7 +457,7 @@ def test_png_parameters_name_the_bound():
         return a1111_parameters({"prompt": "x", "settings": {"drafter": "jacobi", "k": 64, "delta": 0.2, **s},
                                  "stats": {"tv_budget_total": 12.5, "tokens": 256}})
 
-    assert "LANTERN step-bounded (jacobi, k=64, δ=0.2 per step)" in params(bound="step")
+    assert "step bound (jacobi, k=64, δ=0.2 per step)" in params(bound="step")
     # the budget on δ's scale, per token (the sum, 12.5, stays in the JSON record)
     assert "Bound: step" in params(bound="step") and "TV budget per token: 0.0488" in params(bound="step")
     assert "12.5" not in params(bound="step")

@@ -16,7 +16,8 @@ import pytest
 from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.gui.jobs import Frame, JobResult
 from lantern_studio.gui.replay import Recording
-from lantern_studio.gui.state.compare import LANTERN, VANILLA, ComparePair, method_name
+from lantern_studio.engine.decode_method import DecodeMethod
+from lantern_studio.gui.state.compare import LANTERN, VANILLA, ComparePair
 from lantern_studio.gui.state.queue import QueueState, ordinal
 from lantern_studio.gui.state.race import MAX_SLOWMO, RACE_SECONDS, Race, lane_at, slowmo_for
 from lantern_studio.gui.state.studio import GRID, RACE, SINGLE, Studio, jsonable
@@ -136,8 +137,8 @@ def test_a_compare_is_two_halves_of_one_seed_and_knows_which_is_which():
     assert v.settings.with_(drafter="jacobi") == l.settings and v.model == l.model == "tiny"
     assert (pair.half(v.id).side, pair.half(l.id).side) == (VANILLA, LANTERN) and pair.half(-1) is None
     assert (pair.vanilla.name, pair.lantern.name) == ("vanilla", "LANTERN")
-    assert method_name(LANTERN_SETTINGS.with_(k=0)) == "exact speculative"
-    assert method_name(LANTERN_SETTINGS.with_(lam=1.5)) == "LANTERN++"
+    assert DecodeMethod.of(LANTERN_SETTINGS.with_(k=0)).label == "exact speculative"
+    assert DecodeMethod.of(LANTERN_SETTINGS.with_(lam=1.5)).label == "LANTERN++"
     # the window follows the halves in the race view, each in its own lane
     studio.queue.take_next()
     assert studio.started(v).view == RACE and studio.started(v).lane == VANILLA
@@ -311,10 +312,10 @@ def test_a_pair_races_only_with_both_recordings():
 # ------------------------------------------------------------------------------------------- the chart
 
 
-def record(drafter="jacobi", k=3, wall=1.0, tpf=2.0, tps=100.0, score=None, prompt="p", seed=1):
+def record(drafter="jacobi", k=3, wall=1.0, tpf=2.0, tps=100.0, score=None, prompt="p", seed=1, delta=0.2):
     rec = {"prompt": prompt, "model": "m", "stats": {"wall_seconds": wall, "mean_accepted_length": tpf,
                                                      "tokens_per_second": tps},
-           "settings": GenerationSettings(drafter=drafter, k=k, seed=seed).to_dict()}
+           "settings": GenerationSettings(drafter=drafter, k=k, delta=delta, seed=seed).to_dict()}
     if score is not None:
         rec["prompt_fidelity"] = score
     return json.loads(json.dumps(rec))

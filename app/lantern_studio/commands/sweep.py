@@ -13,19 +13,30 @@ The rows' numbers are the batch sweep's statistics (``eval/sweep.py``: the bench
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+from tqdm import tqdm
 
 from .. import fidelity
+from ..devices import DeviceError, pick_device
+from ..engine.checkpoints import CheckpointError
 from ..engine.files import atomic_write
+from ..engine.precision import PrecisionError
+from ..engine.sampling import DistributionError
 from ..engine.settings import GenerationSettings, SettingsError
+from ..engine.text import PromptError, check_prompt
 from ..eval import sweep as sweep_report
-from ..export import save_png, upscale
+from ..export import ExportError, save_png, upscale
+from ..models import load_pipeline
+from ..threads import configure_decode_threads
+from .generate import EXIT_BAD_INPUT, add_sampling_arguments, settings_from_args
 
 DELTA, K = "delta", "k"
 MAX_VALUES = 32  # values of one sweep: each is a decode
@@ -278,3 +289,64 @@ def write(out: Path, rows: Sequence[Row], quality: bool, prompt: str, overwrite:
                        for r in rows]}
     written.append(sweep_report.write_json(report, out / REPORT))
     return written
+
+
+
+def add_arguments(sw: argparse.ArgumentParser) -> None:
+    sw.add_argument("prompt")
+    add_sampling_arguments(sw)
+    sw.add_argument("--delta", default=None, metavar="D1,D2,…",
+                    help="δ values, comma-separated, e.g. 0,0.1,0.2,0.5 (default: the model's δ)")
+    sw.add_argument("--k", default=None, metavar="K1,K2,…",
+                    help="k values, comma-separated, e.g. 16,64,256 (default: the model's k); several values for "
+                         "one of --delta and --k")
+    sw.add_argument("--out", required=True, metavar="DIR", help="folder for the PNGs, contact-sheet.png and sweep.json")
+    sw.add_argument("--overwrite", action="store_true", help="replace what DIR holds from an earlier sweep")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    """The studio's Sweep from the command line (commands/sweep.py): a table, the PNGs and a contact sheet."""
+    out = Path(args.out)
+    try:
+        check_prompt(args.prompt)
+        deltas, ks = parse_values("--delta", args.delta), parse_values("--k", args.k)
+        check_early(deltas, ks)
+    except (SweepError, PromptError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.overwrite)):
+        why = "is not a folder" if not out.is_dir() else "already holds files (pass --overwrite to replace them)"
+        print(f"error: --out {out} {why}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    configure_decode_threads()
+    try:
+        pipe = load_pipeline(args.model, device=pick_device(args.device), precision=args.precision)
+        base = settings_from_args(pipe.defaults, argparse.Namespace(**{**vars(args), "k": None, "delta": None}))
+        axis, runs = plan(base, deltas, ks, pipe.vocab_size)
+        bar = tqdm(total=pipe.gpt.block_size * len(runs), unit="tok", desc="sweep", file=sys.stderr,
+                   disable=args.quiet)
+        decoded = decode(pipe, args.prompt, runs, on_event=lambda ev: bar.update(len(ev.positions)),
+                                   on_run=lambda run: bar.set_description(run.name))
+        bar.close()
+    except (SweepError, SettingsError, PromptError, CheckpointError, DeviceError, PrecisionError,
+            DistributionError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    rows = rows_of(decoded)
+    quality = pipe.scorer is not None
+    try:
+        written = write(out, rows, quality, args.prompt, args.overwrite)
+    except ExportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk, a read-only folder
+        print(f"error: could not write into {out}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    if decoded[0]["record"].get("understood_as"):
+        print(f"drew: {decoded[0]['record']['understood_as']}")
+    print(f"{pipe.name} · sweep of {axis} · seed {runs[0].settings.seed} · {pipe.precision}")
+    print(table(rows, quality))
+    if not args.quiet:
+        print(f"wrote {len(written)} files into {out} (contact sheet: {out / SHEET})")
+    return 0

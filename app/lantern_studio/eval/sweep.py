@@ -21,6 +21,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from ..engine.decode_method import DecodeMethod
 from ..engine.files import atomic_write
 from ..reports import reference_of
 from .bench.summary import ratio, speed_fields
@@ -48,15 +49,10 @@ def pair_key(entry: dict) -> tuple:
 
 
 def family_of(settings: dict, vanilla: bool = False) -> str:
-    """The bench's family names (they pick the plot's colours)."""
-    if vanilla or settings.get("drafter", "none") == "none":
+    """The bench's family names (they pick the plot's colours): ``DecodeMethod.bench_family``."""
+    if vanilla:
         return "vanilla"
-    relaxed = settings.get("k", 0) > 0 and (settings.get("delta", 0) > 0 or settings.get("lam") is not None)
-    if not relaxed:
-        return "exact"
-    if settings.get("bound") == "step":
-        return "step"
-    return "lantern++" if settings.get("lam") is not None else "lantern"
+    return DecodeMethod.of_dict(settings).bench_family
 
 
 def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entries: dict,

@@ -3,7 +3,8 @@
 What a point is and where it goes is the studio model's (:mod:`.state.tradeoff`): x = tokens per target
 forward, y = prompt fidelity in % (the studio's one quality measure, :mod:`lantern_studio.fidelity`) when
 the model has a recogniser, else the measured tokens per second. Neither axis changes meaning as runs
-arrive, and a point's marker (■ vanilla, ◆ exact speculative, ● LANTERN, ★ LANTERN++) never changes;
+arrive, and a point's marker (■ vanilla, ◆ exact speculative, ● LANTERN, ★ LANTERN++,
+▲ step bound: DecodeMethod.chart_group) never changes;
 a run's measured speed-up against its vanilla run (a Compare makes one) is in its tooltip. Axes start at
 0 with room above the largest value, so one point or a few read sensibly. Hover a point for its settings;
 click it to load its prompt and settings into the controls. After a restart the chart refills from the
@@ -22,14 +23,28 @@ from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from .. import fidelity
+from ..engine.decode_method import EXACT, LANTERN, LANTERN_PP, STEP, VANILLA, DecodeMethod
 from .jobs import JobResult
 from .state.studio import jsonable
 from .state.tradeoff import X_HELP, Y_SPEED_HELP, Tradeoff, TradeoffPoint, point_of
 
 CMAP = pg.colormap.get("viridis")
 LAMBDA_COLOUR = QColor(230, 120, 200)
-SYMBOLS = {"vanilla": "s", "exact speculative": "d", "LANTERN": "o", "LANTERN++": "star"}  # by TradeoffPoint.kind
-KEY = "■ vanilla · ◆ exact · ● LANTERN · ★ LANTERN++"
+# by TradeoffPoint.kind (DecodeMethod.chart_group): one shape per family, every family a shape
+SYMBOLS = {VANILLA: "s", EXACT: "d", LANTERN: "o", LANTERN_PP: "star", STEP: "t"}
+MARKS = {VANILLA: "■", EXACT: "◆", LANTERN: "●", LANTERN_PP: "★", STEP: "▲"}  # the key's glyph of each shape
+KEY_WORDS = {EXACT: "exact"}  # the key's short word where the family's label is long
+ALWAYS_KEYED = (VANILLA, EXACT, LANTERN, LANTERN_PP)  # the step bound is keyed once a step-bound point is drawn
+
+
+def key_text(kinds) -> str:
+    """The chart's key: one glyph and name per family, the step bound only when ``kinds`` holds it (one more
+    entry made the key wrap at 1920×1080 and the column scroll)."""
+    present = set(kinds)
+    shown = [k for k in (*ALWAYS_KEYED, STEP) if k in ALWAYS_KEYED or k in present]
+    return " · ".join(f"{MARKS[k]} {KEY_WORDS.get(k, k)}" for k in shown)
+
+
 CURVE_COLOUR = QColor(240, 160, 48)  # a Sweep's line: the strip's chosen-cell orange
 
 
@@ -42,12 +57,13 @@ def describe_settings(s) -> str:
     """A point's settings in one line, as the controls name them."""
     if s is None:
         return ""
-    if s.drafter == "none":
-        how = "vanilla"
+    method = DecodeMethod.of(s)
+    if method.family == VANILLA:
+        how = VANILLA
     else:
         how = f"{s.drafter}, window {s.draft_length}"
-        if s.k > 0:
-            how += f", k {s.k}, " + (f"λ {s.lam:g}" if s.lam is not None else f"δ {s.delta:g}")
+        if method.relaxed:
+            how += f", {method.label}, k {s.k}, " + (f"λ {s.lam:g}" if method.kind == "lantern++" else f"δ {s.delta:g}")
         else:
             how += ", exact"
     sampling = "greedy" if s.greedy else f"T {s.temperature:g}, top-k {s.top_k}, top-p {s.top_p:g}"
@@ -212,7 +228,7 @@ class TradeoffChart(QWidget):
         self.plot.getAxis("bottom").setToolTip(X_HELP)
         self.plot.getAxis("left").setToolTip(fidelity.HELP if self.quality else Y_SPEED_HELP)
         hidden = m.hidden
-        self.key_label.setText(KEY + (f" · {hidden} unscored" if hidden and self.quality else
+        self.key_label.setText(key_text(p.kind for p in m.points) + (f" · {hidden} unscored" if hidden and self.quality else
                                       f" · {hidden} unmeasured" if hidden else ""))
         self.key_label.setToolTip(f"{X_HELP}.\n{fidelity.HELP if self.quality else Y_SPEED_HELP}.\n"
                                   "A point's shape says how it decoded; its tooltip gives the speed-up against its "

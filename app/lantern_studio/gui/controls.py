@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import fidelity
+from ..engine.decode_method import EXACT, KNOBS, LANTERN_PP, STEP, VANILLA, DecodeMethod, knobs_of
 from ..engine.settings import GenerationSettings
 from . import tooltips as tt
 from .class_picker import ClassPicker
@@ -350,15 +351,13 @@ class ControlsPanel(QWidget):
 
     def _update_enabled(self) -> None:
         spec = self.drafter.currentData() != "none"
-        lam = self.bound.currentData() == "lantern++"
+        knobs = knobs_of(self.drafter.currentData() or "none", self.bound.currentData() or "lantern")
         self.temperature.setEnabled(not self.greedy.isChecked())
         self.draft_length.setEnabled(spec)
-        self.k.setEnabled(spec)
         self.bound.setEnabled(spec)
-        self.delta.setEnabled(spec and not lam)
-        self.adaptive.setEnabled(spec and not lam)
-        self.delta_decay.setEnabled(spec and not lam)
-        self.lam.setEnabled(spec and lam)
+        for name, widget in (("k", self.k), ("delta", self.delta), ("adaptive_delta", self.adaptive),
+                             ("delta_decay", self.delta_decay), ("lam", self.lam)):
+            widget.setEnabled(name in knobs)  # which settings the method reads: engine/decode_method.py
         tip = tt.DELTA_STEP if self.bound.currentData() == "step" else tt.DELTA
         self.delta.setToolTip(tip)
         self.guarantee.setToolTip(tip)
@@ -367,11 +366,12 @@ class ControlsPanel(QWidget):
     def _guarantee_text(self) -> str:
         """What the current settings promise, in words (the tooltip says more)."""
         s = self.settings()
-        if s.drafter == "none":
+        method = DecodeMethod.of(s)  # exact or relaxed, and which family: engine/decode_method.py
+        if method.family == VANILLA:
             return "Vanilla: one target forward per token; the picture comes exactly from the model."
-        if s.k == 0 or (s.lam is None and s.delta == 0) or (s.lam is not None and s.lam == 1):
+        if method.family == EXACT:
             return "Exact (lossless): the picture comes exactly from the model's own distribution, only sooner."
-        if s.lam is not None:
+        if method.family == LANTERN_PP:
             return (f"LANTERN++: the look-alikes may add at most {s.lam - 1:g} times the drafted token's own "
                     "chance, for each drafted token.")
         budget = f"δ = {s.delta:g}"
@@ -383,7 +383,7 @@ class ControlsPanel(QWidget):
         if self._tokens:
             total = (f"; over the image's {self._tokens} tokens the steps add up to at most "
                      f"{min(1.0, self._tokens * s.delta):g} in total variation")
-        if s.bound == "step":
+        if method.family == STEP:
             return f"Step bound: each step stays within {budget} of the model in total variation{total}."
         if s.greedy:
             return (f"Greedy drafts are deterministic: each step stays within {budget} of the model "
@@ -392,6 +392,8 @@ class ControlsPanel(QWidget):
                 "than δ (the step bound keeps it).")
 
     def settings(self) -> GenerationSettings:
+        bound = self.bound.currentData() or "lantern"
+        reads = KNOBS.get(bound, KNOBS["lantern"])  # what this bound reads (engine/decode_method.py)
         return GenerationSettings(
             seed=int(self.seed.value()),
             temperature=round(float(self.temperature.value()), 4),
@@ -403,10 +405,10 @@ class ControlsPanel(QWidget):
             draft_length=int(self.draft_length.value()),
             k=int(self.k.value()),
             delta=round(float(self.delta.value()), 4),
-            lam=round(float(self.lam.value()), 4) if self.bound.currentData() == "lantern++" else None,
-            bound=self.bound.currentData() or "lantern",
-            adaptive_delta=self.adaptive.isChecked() and self.bound.currentData() != "lantern++",
-            delta_decay=1.0 if self.bound.currentData() == "lantern++" else round(float(self.delta_decay.value()), 4),
+            lam=round(float(self.lam.value()), 4) if "lam" in reads else None,
+            bound=bound,
+            adaptive_delta=self.adaptive.isChecked() and "adaptive_delta" in reads,
+            delta_decay=round(float(self.delta_decay.value()), 4) if "delta_decay" in reads else 1.0,
             style=self.match_line.style(),
         )
 

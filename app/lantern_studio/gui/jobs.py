@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from .. import fidelity
+from ..engine.decode_method import DecodeMethod
 from ..engine.settings import GenerationSettings
 
 UNFILLED = 255  # decision value of a token not fixed yet
@@ -47,9 +48,12 @@ class Job:
     def label(self) -> str:
         text = self.prompt if len(self.prompt) <= 40 else self.prompt[:39] + "…"
         s = self.settings
+        method = DecodeMethod.of(s)
         how = "vanilla" if s.drafter == "none" else f"{s.drafter}"
-        if s.drafter != "none" and s.k > 0:
-            how += f", k={s.k}, " + (f"λ={s.lam:g}" if s.lam is not None else f"δ={s.delta:g}")
+        if method.relaxed:
+            how += f", {method.label}, k={s.k}, " + (f"λ={s.lam:g}" if method.kind == "lantern++" else f"δ={s.delta:g}")
+        elif s.drafter != "none":
+            how += ", exact"
         tag = {"compare-vanilla": " [compare: vanilla]", "compare-current": " [compare: current]",
                "variation": " [×4]", "sweep": " [sweep]"}.get(self.role, "")
         return f"#{self.id} “{text}” (seed {s.seed}, {how}){tag}"

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
+from ...engine.decode_method import DecodeMethod
 from .schema import BenchError
 
 
@@ -58,6 +59,11 @@ class Method:
     compiled: bool = False  # decode steps run as compiled fixed-shape graphs (engine/compiled.py)
 
     @property
+    def method(self) -> DecodeMethod:
+        """What this configuration is called and guarantees (engine/decode_method.py)."""
+        return DecodeMethod(self.drafter, self.k, self.delta, self.lam, self.bound, self.adaptive, self.decay)
+
+    @property
     def label(self) -> str:
         return self._label() + (" [compiled]" if self.compiled else "")
 
@@ -65,7 +71,7 @@ class Method:
         if self.family == "vanilla":
             return "vanilla AR" + (f" ({self.precision})" if self.precision else "")
         window = "" if self.draft_length is None else f", window {self.draft_length}"
-        if self.family == "exact":
+        if self.method.exact:
             return f"exact speculative ({self.drafter}{'' if self.coupling else ', uncoupled SJD'}{window})"
         if self.lam is not None:
             return f"LANTERN++ {self.drafter} k={self.k} λ={_fmt_num(self.lam)}"
@@ -90,36 +96,44 @@ class Method:
         return s if self.draft_length is None else s.with_(draft_length=self.draft_length)
 
 
+def _named(method: DecodeMethod, family: Optional[str] = None, coupling: bool = True,
+           draft_length: Optional[int] = None) -> Method:
+    """The bench's Method of ``method``: its name and family are the DecodeMethod's (a relaxed Jacobi
+    method may be put in the bench's own "jacobi-relaxed" colour with ``family``)."""
+    own = method.bench_family
+    return Method(method.bench_name(draft_length, coupling), family if own == "lantern" and family else own,
+                  method.drafter, method.k, method.delta, method.lam, coupling=coupling, draft_length=draft_length,
+                  bound=method.bound, adaptive=method.adaptive, decay=method.decay)
+
+
+def _exact(drafter: str, draft_length: Optional[int] = None, coupling: bool = True) -> Method:
+    return _named(DecodeMethod(drafter), coupling=coupling, draft_length=draft_length)
+
+
 def _lantern(drafter: str, k: int, delta: float, family: str = "lantern", coupling: bool = True,
              draft_length: Optional[int] = None, decay: float = 1.0) -> Method:
-    tag = drafter if coupling else "sjd"
-    window = "" if draft_length is None else f"-L{draft_length}"
-    tighten = "" if decay == 1.0 else f"-g{_fmt_num(decay)}"
-    return Method(f"lantern-{tag}-k{k}-d{_fmt_num(delta)}{tighten}{window}", family, drafter, k, float(delta),
-                  coupling=coupling, draft_length=draft_length, decay=float(decay))
+    """LANTERN at (k, δ); δ = 0 (or k = 0) is exact speculative sampling and is named so."""
+    method = DecodeMethod(drafter, int(k), float(delta), decay=float(decay))
+    return _named(method, family, coupling, draft_length)
 
 
 def heads_method(k: int, delta: float, drafts: int) -> Method:
     """Parallel draft heads drafting ``drafts`` tokens a round: ``exact-heads-K4`` at δ = 0,
     ``lantern-heads-k64-d0.2-K4`` relaxed."""
-    if delta == 0.0 or k == 0:
-        return Method(f"exact-heads-K{drafts}", "exact", "heads", draft_length=drafts)
-    return Method(f"lantern-heads-k{k}-d{_fmt_num(delta)}-K{drafts}", "lantern", "heads", k, float(delta),
-                  draft_length=drafts)
+    return _lantern("heads", k, delta, draft_length=drafts)
 
 
 def _step(drafter: str, k: int, delta: float, adaptive: bool = False) -> Method:
-    return Method(f"step-{drafter}-k{k}-d{_fmt_num(delta)}{'-ad' if adaptive else ''}", "step", drafter, k,
-                  float(delta), bound="step", adaptive=adaptive)
+    return _named(DecodeMethod(drafter, int(k), float(delta), bound="step", adaptive=adaptive))
 
 
 def _plus(drafter: str, k: int, lam: float) -> Method:
-    return Method(f"lantern++-{drafter}-k{k}-l{_fmt_num(lam)}", "lantern++", drafter, k, 0.0, float(lam))
+    return _named(DecodeMethod(drafter, int(k), 0.0, float(lam)))  # bound "lantern" with a λ: LANTERN++
 
 
 def vanilla_methods(precisions: Sequence[str] = ("fp32",)) -> list[Method]:
     """One vanilla row per precision ("vanilla-fp32", "vanilla-bf16")."""
-    return [Method(f"vanilla-{p}", "vanilla", precision=p) for p in precisions]
+    return [Method(f"{DecodeMethod().bench_name()}-{p}", "vanilla", precision=p) for p in precisions]
 
 
 def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
@@ -134,7 +148,7 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
 
     relaxed = "eagle" if "eagle" in drafters else "jacobi"
     out = vanilla_methods(vanilla_precisions)
-    out += [Method(f"exact-{d}", "exact", d) for d in ("eagle", "jacobi") if d in drafters]
+    out += [_exact(d) for d in ("eagle", "jacobi") if d in drafters]
     if quick:
         out += [_lantern(relaxed, clip(k), d) for k, d in QUICK_LANTERN]
     else:
@@ -144,13 +158,11 @@ def method_grid(drafters: Sequence[str], vocab_size: int, quick: bool = False,
     if "heads" in drafters:
         out += [heads_method(clip(k), d, n) for k, d, n in HEADS_POINTS[: 2 if quick else None]]
     if not quick:  # the uncoupled SJD baseline MC-SJD's coupling is measured against; long coupled windows
-        out += [Method(f"exact-jacobi-L{n}", "exact", "jacobi", draft_length=n) if k == 0 else
-                _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_LONG]
-        out += [Method(f"exact-jacobi-L{n}", "exact", "jacobi", draft_length=n) if k == 0 else
-                _lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_SHORT]
+        out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_LONG]
+        out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n) for k, d, n in JACOBI_SHORT]
         out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", draft_length=n, decay=g)
                 for k, d, g, n in JACOBI_DECAY]
-        out += [Method("exact-sjd", "exact", "jacobi", coupling=False)]
+        out += [_exact("jacobi", coupling=False)]
         out += [_lantern("jacobi", clip(k), d, family="jacobi-relaxed", coupling=False) for k, d in JACOBI_RELAXED[:1]]
         out += [_step("jacobi", clip(k), d) for k, d in STEP_RELAXED]
         out += [_step("jacobi", clip(k), d, adaptive=True) for k, d in STEP_ADAPTIVE]
@@ -190,12 +202,13 @@ def parse_method(name: str) -> Optional[Method]:
     if window is not None and not 1 <= window <= 64:
         return None
     if m["exact"]:
-        return Method(name, "exact", m["edrafter"], draft_length=window)
+        return replace(_exact(m["edrafter"], draft_length=window), name=name)
     delta = float(m["delta"])
     if not 0 <= delta <= 1:
         return None
     family = "jacobi-relaxed" if m["drafter"] == "jacobi" else "lantern"
-    return _lantern(m["drafter"], int(m["k"]), delta, family=family, draft_length=window)
+    # the name as asked (the selection matches it); the family is what it is: δ = 0 or k = 0 is exact
+    return replace(_lantern(m["drafter"], int(m["k"]), delta, family=family, draft_length=window), name=name)
 
 
 def select_methods(methods: Sequence[Method], patterns: Optional[Sequence[str]]) -> list[Method]:

@@ -15,21 +15,13 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from ...engine.decode_method import DecodeMethod
 from ...export import target_forwards
 from ..jobs import Job, JobResult
 
 VANILLA, LANTERN = "vanilla", "lantern"
 EAGER, COMPILED = "eager", "compiled"  # the decode paths (as gui/compiled_steps.py and records name them)
 ROLES = {VANILLA: "compare-vanilla", LANTERN: "compare-current"}  # Job.role of each half
-
-
-def method_name(settings) -> str:
-    """How a run decodes, in the words the studio shows: vanilla, exact speculative, LANTERN, LANTERN++."""
-    if settings.drafter == "none":
-        return "vanilla"
-    if settings.k == 0:
-        return "exact speculative"
-    return "LANTERN++" if settings.lam is not None else "LANTERN"
 
 
 @dataclass
@@ -41,7 +33,7 @@ class Half:
 
     @property
     def name(self) -> str:
-        return method_name(self.job.settings)
+        return DecodeMethod.of(self.job.settings).label
 
     @property
     def wall(self) -> Optional[float]:

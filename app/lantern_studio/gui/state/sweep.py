@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
 from ... import fidelity
+from ...engine.decode_method import VANILLA, DecodeMethod, knobs_of
 from ...engine.settings import GenerationSettings
 from ..jobs import Job, JobResult
 from .compare import COMPILED, EAGER
@@ -79,13 +80,14 @@ def problem(axis: str, settings: GenerationSettings, vocab_size: Optional[int]) 
     name = f"Sweep {SYMBOL.get(axis, axis)}"
     if axis not in AXES:
         return f"There is no sweep of {axis!r}: sweep δ or k."
-    if settings.drafter == "none":
+    method = DecodeMethod.of(settings)  # which family, exact or not: engine/decode_method.py
+    if method.family == VANILLA:
         return f"{name} compares drafting against vanilla decoding: pick a drafter first."
-    if axis == DELTA and settings.lam is not None:
+    if axis == DELTA and "delta" not in knobs_of(settings.drafter, method.kind):
         return f"{name}: the bound is LANTERN++ (λ), which does not use δ; pick the LANTERN bound, or sweep k."
     if axis == DELTA and settings.k == 0:
         return f"{name} needs k > 0: with k = 0 decoding is exact and δ changes nothing."
-    if axis == K and (settings.lam == 1.0 or (settings.lam is None and settings.delta == 0)):
+    if axis == K and DecodeMethod.of(settings.with_(k=max(1, settings.k))).exact:
         return f"{name} needs a budget (δ > 0, or λ > 1): without one every k decodes exactly."
     if axis == K and vocab_size is None:
         return f"{name} waits for the model: its codebook size bounds k."
@@ -279,7 +281,8 @@ class SweepSet:
 
     def tooltip(self, rung: Rung) -> str:
         """A rung's whole story, for the caption's tooltip."""
-        lines = [f"{self.title} · {self.label(rung)} · seed {rung.job.settings.seed}", f"state: {rung.state}"]
+        method = DecodeMethod.of(rung.job.settings).label  # δ = 0 in a δ sweep is exact speculative, say so
+        lines = [f"{self.title} · {self.label(rung)} ({method}) · seed {rung.job.settings.seed}", f"state: {rung.state}"]
         if rung.done:
             row = self.row(rung)
             lines.append(f"{row['tokens_per_forward']:.2f} tokens per target forward (the prefill's included)")

@@ -5,7 +5,8 @@ The axes keep one meaning each, whatever runs arrive:
   x = tokens per target forward (the run's mean accepted length, the prefill's forward included): what
       drafting buys, known for every run the moment it ends, vanilla included (1 token a forward, about);
   y = prompt fidelity (%) when the model has a recogniser, else the measured tokens per second.
-A point's marker says how the run decoded (vanilla, exact speculative, LANTERN, LANTERN++) and never
+A point's marker says how the run decoded (DecodeMethod.chart_group: vanilla, exact speculative, LANTERN,
+LANTERN++, step bound) and never
 changes; the measured speed-up against the most recent vanilla run of the same prompt, seed and sampling
 (a Compare makes one) is in its tooltip, not on an axis.
 """
@@ -17,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from ... import fidelity
+from ...engine.decode_method import FAMILIES, DecodeMethod
 from ...engine.settings import GenerationSettings
-from .compare import method_name
 
 X_LABEL = "tokens per target forward"
 X_HELP = ("x: tokens fixed per target forward (the mean accepted length, the prefill's forward included); "
@@ -26,7 +27,7 @@ X_HELP = ("x: tokens fixed per target forward (the mean accepted length, the pre
 Y_SPEED_LABEL = "tokens / s"  # short: the label runs along the plot's height, which is small while it warms up
 Y_SPEED_HELP = "y: tokens per second, measured (this model has no recogniser for a quality score)"
 Y_QUALITY_LABEL = f"{fidelity.NAME} ({fidelity.UNIT})"
-KINDS = ("vanilla", "exact speculative", "LANTERN", "LANTERN++")
+KINDS = FAMILIES  # a point's group: DecodeMethod.chart_group
 MAX_HISTORY_POINTS = 500  # a restart refills the chart with at most this many of the model's newest runs
 
 
@@ -76,10 +77,11 @@ def point_of(record: dict, label: str, settings: Optional[GenerationSettings] = 
             settings = GenerationSettings.from_dict(record.get("settings"))
         except (TypeError, ValueError, AttributeError):
             return None
-    exact = settings.drafter == "none" or settings.k == 0
+    method = DecodeMethod.of(settings)
+    exact = method.exact
     prompt = str(record.get("prompt", ""))
     return TradeoffPoint(
-        key=sampling_key(str(record.get("model", "")), prompt, settings), kind=method_name(settings), wall=wall,
+        key=sampling_key(str(record.get("model", "")), prompt, settings), kind=method.chart_group, wall=wall,
         tokens_per_forward=tpf, tokens_per_second=_number(stats.get("tokens_per_second")),
         score=_number(fidelity.of_record(record)), delta=0.0 if exact else float(settings.delta),
         lam=None if exact else settings.lam, label=label, prompt=prompt, settings=settings)
