@@ -27,12 +27,24 @@ DESCRIPTION = (
     "it works offline and without a GPU; official LlamaGen checkpoints load through the same engine."
 )
 
+CC_BY = "CC-BY 4.0 (https://creativecommons.org/licenses/by/4.0/)"
 BUILTIN_LICENCES = "\n".join([
     "- **Lantern Studio** (the application and its code): Apache License 2.0.",
-    "- **Bundled model** (`emoji-64`): trained by this project's own training commands on the emoji artwork below.",
+    "- **Bundled model** (`emoji-64`): trained by this project's own training commands on the emoji artwork below; "
+    "its weights are Apache License 2.0, carrying the CC-BY attributions below.",
     "- **Noto Emoji** artwork (Google), via `emoji-datasource-google`: Apache License 2.0.",
-    "- **Twemoji** artwork, via `emoji-datasource-twitter`: CC-BY 4.0 "
-    "(https://creativecommons.org/licenses/by/4.0/), copyright Twitter, Inc and other contributors.",
+    f"- **Twemoji** artwork, via `emoji-datasource-twitter`: {CC_BY}, "
+    "copyright Twitter, Inc and other contributors.",
+    "- **Fluent Emoji** artwork, flat and colour (Microsoft), via `@iconify-json/fluent-emoji-flat` and "
+    "`@iconify-json/fluent-emoji`: MIT License.",
+    f"- **EmojiOne 2** artwork, via `@iconify-json/emojione`: {CC_BY}; emoji artwork provided by EmojiOne.",
+    "- Art sets the v5 training data adds (`lantern-studio train data --sets all`):",
+    "  - **Noto Emoji v1** (\"blob\") artwork (Google), via `@iconify-json/noto-v1`: Apache License 2.0.",
+    "  - **Firefox OS Emoji** artwork (Mozilla), via `@iconify-json/fxemoji`: Apache License 2.0.",
+    f"  - **Streamline Emojis** artwork, via `@iconify-json/streamline-emojis`: {CC_BY}; "
+    "Streamline Emojis by Streamline (streamlinehq.com, Webalys LLC).",
+    "- Apple's and Facebook's emoji artwork is never used; share-alike sets (OpenMoji, EmojiOne v1: CC-BY-SA 4.0) "
+    "are left out, as share-alike would bind the model's licence.",
     "- **emojibase-data** (emoji names and keywords used as captions): MIT License.",
     "- **all-MiniLM-L6-v2** sentence encoder (sentence-transformers), the bundled model's text encoder: "
     "Apache License 2.0.",

@@ -4,6 +4,7 @@ dataset build tests: a few train and held-out identities, skin tones, a name-les
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -147,5 +148,42 @@ def _make_packages(root: Path) -> tuple[Path, Path, Path]:
     (eb / "meta").mkdir()
     (eb / "en" / "data.json").write_text(json.dumps(_emojibase_entries()))
     (eb / "meta" / "groups.json").write_text(json.dumps(GROUPS))
-    (eb / "package.json").write_text(json.dumps({"name": "emojibase-data", "version": "17.0.0"}))
+    (eb / "package.json").write_text(json.dumps({"name": "emojibase-data", "version": "17.0.0",
+                                                 "license": "MIT"}))
     return dirs["google"], dirs["twitter"], eb
+
+
+# --------------------------------------------------------------------------- #
+# Fake Iconify art-set packages and tarballs (the licence rule's tests)
+# --------------------------------------------------------------------------- #
+
+
+def make_icon_set(root: Path, package: str, icons: dict[str, str], *, license: str | None = "MIT",
+                  info_spdx: str | None = None, chars: dict | None = None, size: int = 32) -> Path:
+    """An extracted ``@iconify-json/…`` package folder: ``icons.json`` of one filled square per
+    icon (name → colour), ``package.json`` with ``license`` (left out when None), ``info.json``
+    with ``license.spdx`` when ``info_spdx`` is given, ``chars.json`` when ``chars`` is."""
+    d = root / package.replace("/", "+") / "package"
+    d.mkdir(parents=True)
+    q = size // 4
+    doc = {"prefix": package.rsplit("/", 1)[-1], "width": size, "height": size,
+           "icons": {n: {"body": f'<rect x="{q}" y="{q}" width="{2 * q}" height="{2 * q}" fill="{c}"/>'}
+                     for n, c in icons.items()}}
+    (d / "icons.json").write_text(json.dumps(doc))
+    pj = {"name": package, "version": "1.0.0"}
+    if license is not None:
+        pj["license"] = license
+    (d / "package.json").write_text(json.dumps(pj))
+    if info_spdx is not None:
+        (d / "info.json").write_text(json.dumps({"prefix": doc["prefix"], "license": {"spdx": info_spdx}}))
+    if chars is not None:
+        (d / "chars.json").write_text(json.dumps(chars))
+    return d
+
+
+def pack(src: Path, dest: Path) -> Path:
+    """An npm-style tarball of package folder ``src`` (its files under ``package/``)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest, "w:gz") as tf:
+        tf.add(src, arcname="package")
+    return dest

@@ -159,6 +159,7 @@ def test_unreadable_icon_set_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "icons.json").write_text("{not json")
+    (bad / "package.json").write_text(json.dumps({"name": "@iconify-json/fluent-emoji-flat", "license": "MIT"}))
     with pytest.raises(DatasetError, match="fluent-flat: icons.json is not readable JSON"):
         data.build_from_extracted(google, twitter, eb, tmp_path / "o", icon_dirs={"fluent-flat": (bad, None)},
                                   progress=False)

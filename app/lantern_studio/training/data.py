@@ -1,6 +1,16 @@
 """Build the bundled model's training dataset: 64×64 emoji on white, with captions.
 
-Command: ``lantern-studio train data [--out DIR] [--packages-dir DIR] [--force]``.
+Command: ``lantern-studio train data [--sets default|all|STYLE,…] [--out DIR] [--packages-dir DIR] [--force]``.
+
+``--sets default`` (the default) builds today's dataset from today's five styles
+(google, twitter and :data:`.iconify.ICON_SETS`) into ``emoji64``, byte for byte as
+before; ``--sets all`` adds the opt-in art sets (:data:`.iconify.EXTRA_ICON_SETS`:
+noto-blob, fxemoji, streamline) after them, into ``emoji64-v5`` by default.
+
+The licence rule: every package is used only when pinned (name, version,
+tarball sha256) and its declared licence is on
+:data:`.npm_packages.ALLOWED_LICENCES` (with the attribution CC-BY requires);
+anything else is refused with one line naming the package and why.
 
 Steps:
 
@@ -42,14 +52,16 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from .. import paths
 from ..engine.files import atomic_write, sha256_file
 from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS, DatasetError,
                               default_out_dir)
 from . import iconify
 from .iconify import compose_on_white
 from .common import say
-from .npm_packages import (EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, PACKAGES, TWITTER_PACKAGE, default_packages_dir,
-                           extract_package, fetch_packages, verify_tarball, wanted_members)
+from .npm_packages import (ALLOWED_LICENCES, EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, PACKAGES, TWITTER_PACKAGE,
+                           PackageSpec, check_licence, check_pinned, default_packages_dir, extract_package,
+                           fetch_packages, refused, verify_tarball, wanted_members)
 
 # --------------------------------------------------------------------------- #
 # Constants
@@ -66,8 +78,20 @@ SPLIT_SALT = "lantern-studio/emoji64/split/v1"
 ARTWORK_LICENSES = {
     "google": "Noto Emoji artwork (Google), Apache License 2.0",
     "twitter": "Twemoji artwork (Twitter / jdecked), CC-BY 4.0 (attribution required)",
-    **{s.style: s.license for s in iconify.ICON_SETS},
+    **{s.style: s.license for s in iconify.ALL_ICON_SETS},
 }
+# The PNG styles' artwork licences (their packages' package.json covers the code:
+# MIT), held to the same allowlist, and the credit each CC-BY style requires.
+VENDOR_ARTWORK_SPDX = {"google": "Apache-2.0", "twitter": "CC-BY-4.0"}
+ATTRIBUTIONS: dict[str, str] = {
+    "twitter": "Twemoji graphics copyright Twitter, Inc and other contributors, CC-BY 4.0",
+    **{s.style: s.attribution for s in iconify.ALL_ICON_SETS if s.attribution},
+}
+
+# Which art sets a build uses (``--sets``), and where each selection goes by default.
+DEFAULT_SETS = "default"
+ALL_SETS = "all"
+V5_DATASET_NAME = f"{DATASET_NAME}-v5"
 # How captions name each style: "thumbs up, fluent flat style".
 STYLE_WORDS: dict[str, str] = {"google": "google", "twitter": "twitter", **iconify.styles()}
 
@@ -156,6 +180,53 @@ def skin_tone_words(key: str) -> str:
     if len(set(words)) == 1:
         return words[0]
     return ", ".join(words)
+
+
+def select_sets(sets: str | Iterable[str] | None = DEFAULT_SETS) -> tuple[iconify.IconSet, ...]:
+    """The Iconify sets of a selection, in canonical style order (today's first, then the opt-in ones).
+
+    ``"default"``/None: today's :data:`.iconify.ICON_SETS`; ``"all"``: every known set; else
+    style keys (a list, or one comma-separated string) — today's sets are always included, so
+    their rows keep their order and a model's style indices stay valid.
+    """
+    if sets is None or sets == DEFAULT_SETS:
+        return iconify.ICON_SETS
+    if sets == ALL_SETS:
+        return iconify.ALL_ICON_SETS
+    wanted = [w.strip() for w in (sets.split(",") if isinstance(sets, str) else sets) if w.strip()]
+    known = iconify.sets_by_style()
+    unknown = [w for w in wanted if w not in known and w not in VENDORS and w not in (DEFAULT_SETS, ALL_SETS)]
+    if unknown:
+        raise DatasetError(f"unknown art set {', '.join(unknown)} (known: {DEFAULT_SETS}, {ALL_SETS}, "
+                           f"{', '.join([*VENDORS, *known])})")
+    if ALL_SETS in wanted:
+        return iconify.ALL_ICON_SETS
+    return tuple(s for s in iconify.ALL_ICON_SETS if s in iconify.ICON_SETS or s.style in wanted)
+
+
+def selection_name(sets: tuple[iconify.IconSet, ...]) -> str:
+    """"default", "all", or the opt-in styles joined by '+'."""
+    if sets == iconify.ICON_SETS:
+        return DEFAULT_SETS
+    if sets == iconify.ALL_ICON_SETS:
+        return ALL_SETS
+    return "+".join(s.style for s in sets if s not in iconify.ICON_SETS)
+
+
+def out_dir_for(sets: tuple[iconify.IconSet, ...]) -> Path:
+    """Default dataset folder of a selection: today's ``emoji64``, ``emoji64-v5`` for all sets."""
+    name = selection_name(sets)
+    if name == DEFAULT_SETS:
+        return default_out_dir()
+    if name == ALL_SETS:
+        return paths.data_dir() / V5_DATASET_NAME
+    return paths.data_dir() / f"{V5_DATASET_NAME}-{name}"
+
+
+def package_specs(sets: tuple[iconify.IconSet, ...]) -> tuple[PackageSpec, ...]:
+    """The pinned packages a selection is built from: today's (:data:`PACKAGES`) plus its opt-in sets'."""
+    extra = tuple(PackageSpec(s.package, s.version, s.sha256) for s in sets if s not in iconify.ICON_SETS)
+    return (*PACKAGES, *extra)
 
 
 # --------------------------------------------------------------------------- #
@@ -319,23 +390,51 @@ def _collect(
     return renderings, skipped, unmatched
 
 
+def _loose_names(vendor_dirs: dict[str, Path], eb: _Emojibase) -> dict[str, str]:
+    """{compacted Unicode or short name: normalised base code} from emoji-datasource's
+    ``emoji.json`` (the first vendor's), for the loose alignment of the opt-in sets."""
+    names: dict[str, str] = {}
+    for vendor, vdir in vendor_dirs.items():
+        entries = _read_json(vdir / "emoji.json", f"{vendor} emoji.json")
+        for field in ("name", "short_names"):
+            for e in entries:
+                code = normalize_code(e.get("unified") or "")
+                if code not in eb.base:
+                    continue
+                values = e.get(field)
+                for v in (values if isinstance(values, list) else [values]):
+                    if isinstance(v, str) and v:
+                        names.setdefault(iconify.compact(v), code)
+        break
+    return names
+
+
 def _collect_icons(
-    style: str, data: iconify.IconData, eb: _Emojibase, identities: dict[str, str]
-) -> tuple[list[_Rendering], int]:
-    """Renderings of one Iconify set aligned to emojibase; (renderings, icons not matched).
+    style: str, data: iconify.IconData, eb: _Emojibase, identities: dict[str, str],
+    names: dict[str, str] | None = None, codes: Iterable[tuple[str, str]] = (),
+) -> tuple[list[_Rendering], int, int]:
+    """Renderings of one Iconify set aligned to emojibase; (renderings, icons not matched,
+    icons of an identity the PNG styles do not draw).
 
     ``identities`` maps a normalised base code to the identity string the PNG
-    styles use for it, so every style of one emoji shares one identity.
+    styles use for it, so every style of one emoji shares one identity; an icon
+    set adds pictures to those identities, never identities of its own (Firefox
+    OS's bare regional-indicator letters would be).
+    ``names`` makes the alignment loose, ``codes`` fixes some icons' code points (:func:`.iconify.align`).
     """
-    pairs = iconify.align(data, eb.base, eb.skin)
+    pairs = iconify.align(data, eb.base, eb.skin, names, codes)
     out: list[_Rendering] = []
+    outside = 0
     for name, code in pairs:
         entry = eb.base.get(code) or eb.skin.get(code) or {}
         base = eb.base.get(code) or eb.parent.get(code) or eb.base.get(iconify.without_skin(code))
         if base is None or not base.get("label"):
             continue
         base_code = normalize_code(base["hexcode"])
-        identity = identities.get(base_code, base["hexcode"].upper())
+        identity = identities.get(base_code)
+        if identity is None:
+            outside += 1
+            continue
         modifiers = [p for p in code.split("-") if p in SKIN_TONES]
         tone = skin_tone_words("-".join(modifiers)) if modifiers and code not in eb.base else None
         label = entry.get("label") or (f"{base['label']}: {tone}" if tone else base["label"])
@@ -353,7 +452,32 @@ def _collect_icons(
             "split": split_of(identity),
             "code": code,
         }, svg=iconify.svg_document(data, name)))
-    return out, len(data.icons) - len(pairs)
+    return out, len(data.icons) - len(pairs), outside
+
+
+def check_licences(vendor_dirs: dict[str, Path], emojibase_dir: Path,
+                   icon_dirs: dict[str, tuple[Path, Path | None]]) -> dict[str, str]:
+    """The licence rule over every package folder a build reads: {package name: SPDX id}.
+
+    Raises the one-line refusal (:func:`.npm_packages.check_licence`) of the first
+    package whose declared licence is missing, self-contradictory or not allowed, or
+    whose CC-BY licence has no recorded attribution. The PNG styles' artwork licences
+    (:data:`VENDOR_ARTWORK_SPDX`) are held to the same allowlist.
+    """
+    known = iconify.sets_by_style()
+    out: dict[str, str] = {}
+    named = [(f"emoji-datasource-{v}", d, "") for v, d in vendor_dirs.items()]
+    named.append((EMOJIBASE_PACKAGE.name, emojibase_dir, ""))
+    for style, (pkg_dir, _chars) in icon_dirs.items():
+        s = known.get(style)
+        named.append((s.package if s else style, Path(pkg_dir), s.attribution if s else ""))
+    for name, pkg_dir, attribution in named:
+        out[name] = check_licence(name, pkg_dir, attribution)
+    for vendor in vendor_dirs:
+        spdx = VENDOR_ARTWORK_SPDX[vendor]
+        if spdx not in ALLOWED_LICENCES or (ALLOWED_LICENCES[spdx] and not ATTRIBUTIONS.get(vendor)):
+            raise refused(f"the {vendor} artwork", f"licence {spdx} is not allowed or lacks an attribution")
+    return out
 
 
 def build_from_extracted(
@@ -371,24 +495,34 @@ def build_from_extracted(
     ``google_dir`` / ``twitter_dir`` hold ``emoji.json`` and ``img/<vendor>/64/*.png``;
     ``emojibase_dir`` holds ``en/data.json`` and ``meta/groups.json`` (the npm
     tarballs' ``package/`` folders). ``icon_dirs`` maps an Iconify style key
-    (:data:`iconify.ICON_SETS`) to (its package folder, the folder whose
+    (:data:`iconify.ALL_ICON_SETS`) to (its package folder, the folder whose
     ``chars.json`` maps its names, or None for its own). ``packages`` (name,
     version, sha256, …) is recorded in the manifest; by default it is read from
-    each folder's ``package.json``. Returns the manifest.
+    each folder's ``package.json``. Every folder must pass the licence rule
+    (:func:`check_licences`). Returns the manifest.
     """
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     vendor_dirs = {"google": Path(google_dir), "twitter": Path(twitter_dir)}
+    licences = check_licences(vendor_dirs, Path(emojibase_dir), icon_dirs or {})
     eb = _Emojibase(Path(emojibase_dir))
     renderings, skipped, unmatched = _collect(vendor_dirs, eb)
     identities = {normalize_code(r.meta["identity"]): r.meta["identity"] for r in renderings}
     icons_unmatched: dict[str, int] = {}
+    icons_outside: dict[str, int] = {}
+    known = iconify.sets_by_style()
+    loose: dict[str, str] | None = None
     for style, (pkg_dir, chars_dir) in (icon_dirs or {}).items():
         try:
             icon_data = iconify.read_icon_set(pkg_dir, chars_dir)
         except iconify.IconSetError as exc:
             raise DatasetError(f"{style}: {exc}") from exc
-        rows, icons_unmatched[style] = _collect_icons(style, icon_data, eb, identities)
+        names, codes = None, known[style].codes if style in known else ()
+        if style in known and known[style].match == "loose":
+            loose = _loose_names(vendor_dirs, eb) if loose is None else loose
+            names = loose
+        rows, icons_unmatched[style], icons_outside[style] = _collect_icons(style, icon_data, eb, identities,
+                                                                            names, codes)
         renderings.extend(rows)
     if not renderings:
         raise DatasetError("no emoji images found in the package folders")
@@ -434,6 +568,7 @@ def build_from_extracted(
 
     counts = {s: sum(1 for m in meta if m["split"] == s) for s in SPLITS}
     counts["total"] = len(meta)
+    styles = [*vendor_dirs, *(icon_dirs or {})]
     ids = {s: sorted({m["identity"] for m in meta if m["split"] == s}) for s in SPLITS}
     manifest: dict[str, Any] = {
         "dataset": DATASET_NAME,
@@ -444,6 +579,8 @@ def build_from_extracted(
         "vendors": list(vendor_dirs),
         "styles": [*vendor_dirs, *(icon_dirs or {})],
         "artwork_licenses": {v: ARTWORK_LICENSES[v] for v in [*vendor_dirs, *(icon_dirs or {})]},
+        "licences": licences,
+        "attributions": {v: ATTRIBUTIONS[v] for v in styles if v in ATTRIBUTIONS},
         "split": {
             "by": "identity",
             "method": "sha256(salt:identity without FE0F) < fraction",
@@ -463,6 +600,7 @@ def build_from_extracted(
         "skipped_missing_images": skipped,
         "identities_without_emojibase_entry": unmatched,
         "icons_not_matched_to_emojibase": icons_unmatched,
+        "icons_outside_png_identities": icons_outside,
         "files": {
             IMAGES_FILE: {"sha256": sha256_file(out_dir / IMAGES_FILE)},
             META_FILE: {"sha256": hashlib.sha256(meta_bytes).hexdigest()},
@@ -485,13 +623,14 @@ def build_from_extracted(
 
 
 def complete_manifest(
-    out_dir: str | os.PathLike, *, check_pins: bool = True
+    out_dir: str | os.PathLike, *, check_pins: bool = True,
+    specs: Iterable[PackageSpec] | None = None,
 ) -> dict[str, Any] | None:
     """The manifest of a complete, intact dataset in ``out_dir``, else None.
 
     Complete means: the manifest exists with the current format version, the
     data files exist with the recorded sha256, and (with ``check_pins``) it was
-    built from exactly the packages pinned in :data:`.npm_packages.PACKAGES`.
+    built from exactly the pinned packages ``specs`` (default :data:`.npm_packages.PACKAGES`).
     """
     out_dir = Path(out_dir)
     try:
@@ -501,7 +640,7 @@ def complete_manifest(
     if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
         return None
     if check_pins:
-        want = {(s.name, s.version, s.sha256) for s in PACKAGES}
+        want = {(s.name, s.version, s.sha256) for s in (PACKAGES if specs is None else specs)}
         have = {(p.get("name"), p.get("version"), p.get("sha256")) for p in manifest.get("packages", [])}
         if want != have:
             return None
@@ -517,32 +656,38 @@ def build(
     out_dir: str | os.PathLike | None = None,
     packages_dir: str | os.PathLike | None = None,
     *,
+    sets: str | Iterable[str] | None = DEFAULT_SETS,
     force: bool = False,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Fetch the pinned packages (if needed) and build the dataset; returns the manifest.
 
-    Without ``force`` an existing complete dataset built from the same pins is
-    reused and nothing is fetched.
+    ``sets`` picks the art sets (:func:`select_sets`); the default folder follows it
+    (:func:`out_dir_for`). Without ``force`` an existing complete dataset built from
+    the same pins is reused and nothing is fetched.
     """
-    out_dir = Path(out_dir) if out_dir is not None else default_out_dir()
+    chosen = select_sets(sets)
+    specs = package_specs(chosen)
+    for spec in specs:  # refuse an unpinned package before fetching anything
+        check_pinned(spec)
+    out_dir = Path(out_dir) if out_dir is not None else out_dir_for(chosen)
     packages_dir = Path(packages_dir) if packages_dir is not None else default_packages_dir()
     if not force:
-        manifest = complete_manifest(out_dir)
+        manifest = complete_manifest(out_dir, specs=specs)
         if manifest is not None:
             if progress:
                 say(f"[data] {out_dir} is complete; reusing it (--force rebuilds)")
             return manifest
 
-    tarballs = fetch_packages(packages_dir, PACKAGES)
+    tarballs = fetch_packages(packages_dir, specs)
     packages = []
-    for spec in PACKAGES:
+    for spec in specs:
         verify_tarball(spec, tarballs[spec.name])
         packages.append({"name": spec.name, "version": spec.version, "sha256": spec.sha256,
                          "tarball": tarballs[spec.name].name})
     with tempfile.TemporaryDirectory(prefix=".extract-", dir=packages_dir) as tmp:
         roots: dict[str, Path] = {}
-        for spec in PACKAGES:
+        for spec in specs:
             if progress:
                 say(f"[data] extracting {spec.spec}")
             roots[spec.name] = extract_package(
@@ -554,7 +699,7 @@ def build(
                 pkg["license"] = info["license"]
         icon_dirs = {
             s.style: (roots[s.package], roots[s.chars_from] if s.chars_from else None)
-            for s in iconify.ICON_SETS
+            for s in chosen
             if s.package in roots and (s.chars_from is None or s.chars_from in roots)
         }
         return build_from_extracted(
@@ -575,8 +720,13 @@ def build(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--sets", default=DEFAULT_SETS, metavar="SETS",
+        help=(f"art sets: '{DEFAULT_SETS}' (today's five styles), '{ALL_SETS}' (adding "
+              f"{', '.join(s.style for s in iconify.EXTRA_ICON_SETS)}), or style names separated by commas"),
+    )
+    parser.add_argument(
         "--out", type=Path, default=None,
-        help=f"dataset folder (default: {default_out_dir()})",
+        help=f"dataset folder (default: {default_out_dir()}; {paths.data_dir() / V5_DATASET_NAME} with --sets all)",
     )
     parser.add_argument(
         "--packages-dir", type=Path, default=None,
@@ -590,12 +740,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    sets = getattr(args, "sets", DEFAULT_SETS)
     try:
-        manifest = build(args.out, args.packages_dir, force=bool(args.force))
+        manifest = build(args.out, args.packages_dir, sets=sets, force=bool(args.force))
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    out = Path(args.out) if args.out is not None else default_out_dir()
+    out = Path(args.out) if args.out is not None else out_dir_for(select_sets(sets))
     c, ids = manifest["counts"], manifest["identities"]
     print(
         f"{out}: {c['total']} images ({c['train']} train, {c['heldout']} heldout), "

