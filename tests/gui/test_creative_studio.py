@@ -506,7 +506,7 @@ def test_on_a_small_screen_the_canvas_gets_most_of_the_height_and_keeps_it_after
         qtbot, tiny, monkeypatch, screen):
     """At 900×600 the history strip took the bottom third and squashed the canvas to a strip (16 % of the
     window's height): in a narrow window the history is a tab and the queue one line."""
-    from lantern_studio.gui.variations_view import CELL_LEAST
+    from lantern_studio.gui.picture_cell import CELL_LEAST
 
     fake_screen(monkeypatch, *screen)
     w = open_window(qtbot, tiny)
