@@ -2,6 +2,8 @@ import gc
 
 import pytest
 
+from lantern_studio.models.tiny import build_tiny_model_dir
+
 
 @pytest.fixture(autouse=True)
 def _collect_qt_garbage_on_the_gui_thread():
@@ -34,3 +36,9 @@ def shipped_compiled_default():
     from lantern_studio.gui import main_window
 
     return main_window.COMPILED_DECODING_DEFAULT
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny random model folder, built once per module (a module may build its own instead)."""
+    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")

@@ -10,24 +10,9 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
-from PySide6.QtGui import QScreen  # noqa: E402
 from PySide6.QtWidgets import QWidget  # noqa: E402
 
-from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
-from support.studio import WAIT, on_steps, open_window, run_job  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
-
-
-def fake_screen(monkeypatch, width, height, top=27):
-    """Every screen's free area: ``width`` × ``height`` below a ``top`` px panel (the offscreen platform's
-    one screen is 800 × 600 whatever is asked, so its free area is what the window is told)."""
-    free = QRect(0, top, width, height - top)
-    monkeypatch.setattr(QScreen, "availableGeometry", lambda self: QRect(free))
-    return free
+from support.studio import WAIT, fake_screen, on_steps, open_window, run_job  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------- 1. fits the screen
@@ -506,7 +491,7 @@ def test_on_a_small_screen_the_canvas_gets_most_of_the_height_and_keeps_it_after
         qtbot, tiny, monkeypatch, screen):
     """At 900×600 the history strip took the bottom third and squashed the canvas to a strip (16 % of the
     window's height): in a narrow window the history is a tab and the queue one line."""
-    from lantern_studio.gui.variations_view import CELL_LEAST
+    from lantern_studio.gui.picture_cell import CELL_LEAST
 
     fake_screen(monkeypatch, *screen)
     w = open_window(qtbot, tiny)

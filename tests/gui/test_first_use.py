@@ -4,15 +4,13 @@ offscreen, on a tiny random model; the Qt-free rules (gui/state/) as plain Pytho
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QPoint, QPointF, QRect, Qt  # noqa: E402
-from PySide6.QtGui import QScreen, QWheelEvent  # noqa: E402
+from PySide6.QtGui import QWheelEvent  # noqa: E402
 from PySide6.QtWidgets import QAbstractScrollArea, QApplication  # noqa: E402
 
 from lantern_studio.engine.settings import GenerationSettings  # noqa: E402
@@ -22,40 +20,16 @@ from lantern_studio.gui import worker as worker_module  # noqa: E402
 from lantern_studio.gui.state.status import MIN_SHOW, StatusQueue  # noqa: E402
 from lantern_studio.gui.state.studio import Studio  # noqa: E402
 from lantern_studio.gui.state.verdict import busy_words, load_of, verdict_words  # noqa: E402
-from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
-from support.studio import WAIT, open_window, run_job  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
-
-
-def fake_screen(monkeypatch, width, height, top=27):
-    free = QRect(0, top, width, height - top)
-    monkeypatch.setattr(QScreen, "availableGeometry", lambda self: QRect(free))
-    return free
+from support.studio import COLD, WAIT, cold_vanilla_path, fake_screen, open_window, run_job  # noqa: E402
 
 
 # ------------------------------------------------------------------------------- 2. an honest Compare
-
-COLD = 2.0  # s: the vanilla path's first use, as a cold path pays it (17–28 s on the real studio)
-
 
 def test_compare_measures_decoding_only_when_the_vanilla_path_is_slow_to_warm_up(qtbot, tiny, monkeypatch):
     """The first Compare of a session reported 8.65× because vanilla's path warmed up inside its clock.
     Here its first one-token step sleeps COLD seconds once: the warm-up takes it, the timed decode does not."""
     w = open_window(qtbot, tiny)
-    runner = w.jobs.worker.pipeline.runner
-    real_step, cold = runner.step, [True]
-
-    def step(tokens, first_index):
-        if cold[0] and tokens.shape[1] == 1:  # vanilla's step shape, first use
-            cold[0] = False
-            time.sleep(COLD)
-        return real_step(tokens, first_index)
-
-    monkeypatch.setattr(runner, "step", step)
+    cold = cold_vanilla_path(monkeypatch, w)
     w.controls.set_prompt("an honest race")
     vanilla, current = w.compare()
     assert vanilla.settings.seed == current.settings.seed and vanilla.steps == current.steps == "eager"

@@ -16,13 +16,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from lantern_studio.gui.state.sweep import delta_ladder, k_ladder  # noqa: E402
 from lantern_studio.gui.sweep_view import PICTURE_SMALL  # noqa: E402
-from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
-from support.studio import WAIT, on_steps, open_window  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
+from support.studio import COLD, WAIT, cold_vanilla_path, on_steps, open_window  # noqa: E402
 
 
 def run_sweep(qtbot, w, axis: str, prompt: str = "a red heart"):
@@ -197,24 +191,12 @@ def test_a_small_window_gets_captions_beside_the_pictures_a_tall_one_over_them(q
         assert strip.scroll.horizontalScrollBar().maximum() == 0
 
 
-COLD = 2.0  # s: the vanilla path's first use, as a cold path pays it (17–28 s on the real studio)
-
-
 def test_the_first_sweep_of_a_session_leaves_the_vanilla_paths_warm_up_out_of_its_speedups(qtbot, tiny, monkeypatch):
     """As the first Compare of a session once did, a first sweep would count the vanilla path's warm-up in every
     speed-up. Here vanilla's first one-token step sleeps COLD seconds once: the run's warm-up takes it, its clock
     does not, and the captions and the strip's title say the ratio compares decoding only."""
     w = open_window(qtbot, tiny)
-    runner = w.jobs.worker.pipeline.runner
-    real_step, cold = runner.step, [True]
-
-    def step(tokens, first_index):
-        if cold[0] and tokens.shape[1] == 1:  # vanilla's step shape, first use
-            cold[0] = False
-            time.sleep(COLD)
-        return real_step(tokens, first_index)
-
-    monkeypatch.setattr(runner, "step", step)
+    cold = cold_vanilla_path(monkeypatch, w)
     w.controls.delta.setValue(0.2)
     s = run_sweep(qtbot, w, "delta", "an honest sweep")
     assert all(j.warm and j.steps == "eager" for j in s.jobs) and s.path == "eager"

@@ -4,6 +4,7 @@ folder and wait until it is ready; run one generation to its result."""
 from __future__ import annotations
 
 import os
+import time
 
 # ms; generous for a loaded CI machine, never a timing assert. LANTERN_TEST_WAIT_MS raises it where the
 # machine is busier still (the first model load of a process imports torch's compiler: a minute and more
@@ -51,3 +52,33 @@ def on_steps(monkeypatch, fn) -> None:
         real(view, ev)
 
     monkeypatch.setattr(worker._LiveView, "step", step)
+
+
+def fake_screen(monkeypatch, width, height, top=27):
+    """Every screen's free area: ``width`` × ``height`` below a ``top`` px panel (the offscreen platform's
+    one screen is 800 × 600 whatever is asked, so its free area is what the window is told); → that area."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QScreen
+
+    free = QRect(0, top, width, height - top)
+    monkeypatch.setattr(QScreen, "availableGeometry", lambda self: QRect(free))
+    return free
+
+
+COLD = 2.0  # s: the vanilla path's first use, as a cold path pays it (17–28 s on the real studio)
+
+
+def cold_vanilla_path(monkeypatch, w) -> list:
+    """The vanilla path cold, as on a session's first use: the first one-token step (vanilla's step shape) of
+    window ``w``'s runner sleeps COLD seconds, once; → a flag, ``[True]`` until that step has run."""
+    runner = w.jobs.worker.pipeline.runner
+    real_step, cold = runner.step, [True]
+
+    def step(tokens, first_index):
+        if cold[0] and tokens.shape[1] == 1:  # vanilla's step shape, first use
+            cold[0] = False
+            time.sleep(COLD)
+        return real_step(tokens, first_index)
+
+    monkeypatch.setattr(runner, "step", step)
+    return cold

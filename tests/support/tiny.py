@@ -111,3 +111,26 @@ def tiny_v3_folder(folder, gpt=None, names=V3_NAMES, styles=("a", "b"), encoder_
                                                                      draft_length=4, k=2, delta=0.1),
                    "tiny-v3", extra={"extra_files": ["identities.json", "snap_vectors.safetensors"]})
     return folder
+
+
+def tiny_v3_model_and_pack(root):
+    """A tiny factorised class model (12 codes, 4x4 tokens, 4 identities, 2 styles) in ``root/model`` and a pack
+    of 24 rows of its kind in ``root/pack.pt`` (random tokens: heads learn the target's own distributions on
+    them); → (the model folder, the pack's path)."""
+    from pathlib import Path
+
+    from lantern_studio.training.ar import write_pack
+    from lantern_studio.training.prepared import ClassPrep
+
+    root = Path(root)
+    torch.set_num_threads(1)
+    folder = tiny_v3_folder(root / "model")
+    g = torch.Generator().manual_seed(0)
+    n = 24
+    cond = torch.stack([torch.arange(n) % 4, torch.arange(n) % 2, torch.zeros(n, dtype=torch.long)], 1)
+    prep = ClassPrep(codes=torch.randint(0, 12, (1, n, 4, 4), generator=g).to(torch.int16), cond=cond,
+                     train=torch.ones(n, dtype=torch.bool), weights=torch.ones(n, dtype=torch.float64), vocab_size=12,
+                     grid=4, vocabulary=(folder / "identities.json").read_text(), identities=4, styles=["a", "b"],
+                     tones=[])
+    write_pack(prep, root / "pack.pt")
+    return folder, root / "pack.pt"

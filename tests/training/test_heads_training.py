@@ -8,32 +8,18 @@ import json
 import shutil
 
 import pytest
-import torch
 
 from lantern_studio.cli import main
 from lantern_studio.engine.checkpoints import CheckpointError
 from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.models.local import install_heads, load_model_dir
-from lantern_studio.training.ar import write_pack
-from lantern_studio.training.prepared import ClassPrep
-from support.tiny import tiny_v3_folder
+from support.tiny import tiny_v3_model_and_pack
 
 
 @pytest.fixture
 def model_and_pack(tmp_path):
-    """A tiny factorised class model (12 codes, 4x4 tokens, 4 identities, 2 styles) and a pack of
-    24 rows of its kind (random tokens: the heads learn the target's own distributions on them)."""
-    torch.set_num_threads(1)
-    folder = tiny_v3_folder(tmp_path / "model")
-    g = torch.Generator().manual_seed(0)
-    n = 24
-    cond = torch.stack([torch.arange(n) % 4, torch.arange(n) % 2, torch.zeros(n, dtype=torch.long)], 1)
-    prep = ClassPrep(codes=torch.randint(0, 12, (1, n, 4, 4), generator=g).to(torch.int16), cond=cond,
-                     train=torch.ones(n, dtype=torch.bool), weights=torch.ones(n, dtype=torch.float64), vocab_size=12,
-                     grid=4, vocabulary=(folder / "identities.json").read_text(), identities=4, styles=["a", "b"],
-                     tones=[])
-    write_pack(prep, tmp_path / "pack.pt")
-    return folder, tmp_path / "pack.pt"
+    """A tiny factorised class model and a pack of its kind (support/tiny.py)."""
+    return tiny_v3_model_and_pack(tmp_path)
 
 
 def _argv(folder, pack, run, steps, *extra):

@@ -19,27 +19,14 @@ import torch
 from lantern_studio.cli import main
 from lantern_studio.engine import draft_heads
 from lantern_studio.training import common, loop
-from lantern_studio.training.ar import write_pack
 from lantern_studio.training.loop import CHECKPOINT_NAME, read_checkpoint
-from lantern_studio.training.prepared import ClassPrep
-from support.tiny import tiny_v3_folder
+from support.tiny import tiny_v3_model_and_pack
 
 
 @pytest.fixture(scope="module")
 def model_and_pack(tmp_path_factory):
-    """The tiny factorised class model of tests/training/test_heads_training.py and a pack of its kind."""
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("resume")
-    folder = tiny_v3_folder(root / "model")
-    g = torch.Generator().manual_seed(0)
-    n = 24
-    cond = torch.stack([torch.arange(n) % 4, torch.arange(n) % 2, torch.zeros(n, dtype=torch.long)], 1)
-    prep = ClassPrep(codes=torch.randint(0, 12, (1, n, 4, 4), generator=g).to(torch.int16), cond=cond,
-                     train=torch.ones(n, dtype=torch.bool), weights=torch.ones(n, dtype=torch.float64), vocab_size=12,
-                     grid=4, vocabulary=(folder / "identities.json").read_text(), identities=4, styles=["a", "b"],
-                     tones=[])
-    write_pack(prep, root / "pack.pt")
-    return folder, root / "pack.pt"
+    """The tiny factorised class model and pack of support/tiny.py, built once for the module."""
+    return tiny_v3_model_and_pack(tmp_path_factory.mktemp("resume"))
 
 
 def _heads_argv(folder, pack, run, steps):

@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import List, Optional
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtWidgets import QBoxLayout, QFrame, QHBoxLayout, QScrollArea, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QHBoxLayout, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
-from .canvas import to_qimage
 from .elided_label import ElidedLabel
 from .jobs import Frame
+from .picture_cell import PictureCell
 from .state.sweep import SweepSet
-from .variations_view import CHOSEN_STYLE, PLAIN_STYLE, CellView
 
 LINES = 4  # a caption's lines: the value; tokens per forward; speed-up (of decoding); fidelity
 # A window less tall than this (px) gets the compact strip: each picture at 1× with its caption beside it, so
@@ -36,17 +35,11 @@ def compact(window_height: int) -> bool:
     return window_height < SMALL_WINDOW
 
 
-class SweepCell(QFrame):
+class SweepCell(PictureCell):
     """One rung: its caption lines over its picture, or beside it (``compact``)."""
 
-    clicked = Signal(int)
-
     def __init__(self, index: int, compact: bool = False, parent=None):
-        super().__init__(parent)
-        self.index = index
-        self.setObjectName("variationCell")  # the ×4 grid's frame styles
-        self._chosen = False
-        self.setStyleSheet(PLAIN_STYLE)
+        super().__init__(index, parent)
         lay = QBoxLayout(QBoxLayout.Direction.LeftToRight if compact else QBoxLayout.Direction.TopToBottom, self)
         lay.setContentsMargins(3, 2, 3, 3)
         lay.setSpacing(4 if compact else 2)
@@ -62,8 +55,6 @@ class SweepCell(QFrame):
         for line in self.lines:
             line.ensurePolished()  # the theme's font, not the default one, measures the captions
         widest = max(line.fontMetrics().horizontalAdvance(t) for t in WIDEST_LINES for line in self.lines) + 8
-        self.view = CellView()
-        self.view.clicked.connect(lambda: self.clicked.emit(self.index))
         # its least size is what every new picture keeps it at (ImageView sets its minimum to ``least``)
         self.view.least = QSize(PICTURE_SMALL, PICTURE_SMALL) if compact else QSize(CELL_LEAST.width(), PICTURE_LARGE)
         self.view.setMinimumSize(self.view.least)
@@ -79,7 +70,6 @@ class SweepCell(QFrame):
             lay.addLayout(text)
             lay.addWidget(self.view)
             self.setMinimumWidth(widest + 6)
-        self.image = None  # the picture shown, (H, W, 3) uint8
 
     def caption(self) -> str:
         """The caption's lines, joined by newlines (what the state said)."""
@@ -90,20 +80,6 @@ class SweepCell(QFrame):
         for i, line in enumerate(self.lines):
             line.setText(parts[i] if i < len(parts) else "")
         self.setToolTip(tip)
-
-    def show_frame(self, frame: Frame) -> None:
-        grid = int(round(len(frame.decisions) ** 0.5))
-        self.image = frame.image
-        self.view.set_image(to_qimage(frame.image), frame.decisions, grid)
-
-    @property
-    def chosen(self) -> bool:
-        return self._chosen
-
-    def set_chosen(self, on: bool) -> None:
-        if on != self._chosen:
-            self._chosen = on
-            self.setStyleSheet(CHOSEN_STYLE if on else PLAIN_STYLE)
 
 
 class SweepStrip(QWidget):

@@ -7,80 +7,31 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtWidgets import QFrame, QGridLayout, QVBoxLayout, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QGridLayout, QVBoxLayout, QWidget
 
-from .canvas import ImageView, to_qimage
 from .elided_label import ElidedLabel
 from .jobs import Frame
+from .picture_cell import PictureCell
 from .state.variations import COLUMNS, COUNT, VariationSet
 
-CELL_LEAST = QSize(64, 24)  # a cell's picture at its smallest: the grid asks no more height than the single
-# canvas with its replay bar (the window's least size, so its first size on a small screen, stays as it was)
-CHOSEN_STYLE = "QFrame#variationCell { border: 2px solid #f0a030; border-radius: 3px; }"
-PLAIN_STYLE = "QFrame#variationCell { border: 2px solid transparent; border-radius: 3px; }"
-
-
-class CellView(ImageView):
-    """A cell's picture: a click (a press and release without dragging) says ``clicked``."""
-
-    clicked = Signal()
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.least = CELL_LEAST
-        self.setMinimumSize(self.least)
-        self.setCursor(Qt.CursorShape.PointingHandCursor)
-
-    def mouseReleaseEvent(self, event):  # noqa: N802 - Qt's name
-        clicked = self._press is not None and event.button() == Qt.MouseButton.LeftButton  # a drag clears it
-        super().mouseReleaseEvent(event)
-        if clicked:
-            self.clicked.emit()
-
-
-class VariationCell(QFrame):
+class VariationCell(PictureCell):
     """One variation: a caption line (its place, its seed, how far it got) over its picture."""
 
-    clicked = Signal(int)
-
     def __init__(self, index: int, parent=None):
-        super().__init__(parent)
-        self.index = index
-        self.setObjectName("variationCell")
-        self._chosen = False
-        self.setStyleSheet(PLAIN_STYLE)
+        super().__init__(index, parent)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(3, 2, 3, 3)
         lay.setSpacing(2)
         self.caption = ElidedLabel(f"{index + 1}", whole_text_tooltip=True)  # one line: the height never changes
         self.caption.setObjectName("muted")
         lay.addWidget(self.caption)
-        self.view = CellView()
-        self.view.clicked.connect(lambda: self.clicked.emit(self.index))
         lay.addWidget(self.view, 1)
-        self.image = None  # the picture shown, (H, W, 3) uint8
 
     def reset(self, caption: str) -> None:
         self.caption.setText(caption)
         self.view.set_image(None, None, 0)
         self.image = None
-
-    def show_frame(self, frame: Frame) -> None:
-        grid = int(round(len(frame.decisions) ** 0.5))
-        self.image = frame.image
-        self.view.set_image(to_qimage(frame.image), frame.decisions, grid)
-
-    @property
-    def chosen(self) -> bool:
-        return self._chosen
-
-    def set_chosen(self, on: bool) -> None:
-        """The chosen cell (the current picture) is framed; restyled only when that changes (every frame
-        refreshes the captions)."""
-        if on != self._chosen:
-            self._chosen = on
-            self.setStyleSheet(CHOSEN_STYLE if on else PLAIN_STYLE)
 
 
 class VariationsView(QWidget):

@@ -170,7 +170,7 @@ class Studio:
         when it is a variation (unless a person chose a finished variation: it stays the current picture)."""
         cell = self.variation_of(job)
         if cell is not None:
-            cell.state = "running"
+            self.variations.started(job)
             if self.variations.chosen is None or self.view == GRID:  # else a chosen one is looked at
                 self.shown_job_id, self.canvas_finished, self.view = job.id, False, GRID
             return Target(GRID, cell=cell.index)
@@ -207,7 +207,7 @@ class Studio:
         self.last_result = r
         cell = self.variation_of(r.job)
         if cell is not None:
-            cell.state, cell.result, cell.record = "done", r, record
+            self.variations.finished(r, record)
             if self.variations.chosen is None:  # else the chosen variation stays what Save exports
                 self.finished = Finished(r.image, record, r.job.id)
             return None
@@ -228,7 +228,7 @@ class Studio:
         stops alone: a failed one does not stop the others (Esc takes the waiting ones off, see cancel)."""
         cell = self.variation_of(job)
         if cell is not None:
-            cell.state = how
+            self.variations.stopped(job, how)
             return None
         pair = self.pair_of(job)
         if pair is None:
@@ -247,9 +247,8 @@ class Studio:
     # ------------------------------------------------------------------ the variations grid
     def variation_saved(self, job: Job, entry_id: int) -> None:
         """A variation's picture got its history row (what a click on its cell opens)."""
-        cell = self.variation_of(job)
-        if cell is not None:
-            cell.entry_id = entry_id
+        if self.variation_of(job) is not None:
+            self.variations.saved(job, entry_id)
 
     def choose_variation(self, index: int) -> Optional[Cell]:
         """A person clicked grid cell ``index``: a finished one becomes the current picture on the single

@@ -28,8 +28,9 @@ from typing import Callable, List, Optional, Sequence
 from ... import fidelity
 from ...engine.decode_method import VANILLA, DecodeMethod, knobs_of
 from ...engine.settings import GenerationSettings
-from ..jobs import Job, JobResult
+from ..jobs import Job
 from .compare import COMPILED, EAGER
+from .job_cells import JobCell, JobCells, progress_text
 from .tradeoff import TradeoffPoint, point_of
 
 ROLE = "sweep"  # Job.role of every job of a sweep, its vanilla run included
@@ -42,7 +43,6 @@ DELTA_STEPS = (0.0, 0.5, 1.0, 1.5, 2.5)  # × the setting
 K_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0)  # × the setting
 DELTA_FROM_ZERO = (0.0, 0.05, 0.1, 0.2, 0.4)  # the δ ladder when δ is 0
 K_FROM_ZERO = 16  # the k ladder's centre when k is 0
-ENDED = ("done", "cancelled", "failed")
 # what a caption's speed-up compares: wall times of decoding, warm-ups not in them ("decoding 1.62×"; short, so
 # that six captions fit side by side at 1920×1080; the title and the tooltips say "decoding only")
 SPEED_WORDS = "decoding"
@@ -99,22 +99,14 @@ def value_text(axis: str, value) -> str:
 
 
 @dataclass
-class Rung:
+class Rung(JobCell):
     index: int  # its place in the strip: 0 is the vanilla run, then the ladder ascending
     value: Optional[float]  # the swept setting's value; None for the vanilla run
-    job: Job
-    state: str = "waiting"  # waiting | running | done | cancelled | failed
-    result: Optional[JobResult] = None
-    record: Optional[dict] = None  # the JSON-ready generation record, once done
-    entry_id: Optional[int] = None  # its history row, once saved
+    job: Job  # state, result, record, entry_id and done: a JobCell's (state/job_cells.py)
 
     @property
     def vanilla(self) -> bool:
         return self.value is None
-
-    @property
-    def done(self) -> bool:
-        return self.state == "done"
 
     @property
     def wall(self) -> Optional[float]:
@@ -143,7 +135,7 @@ class Rung:
 
 
 @dataclass
-class SweepSet:
+class SweepSet(JobCells):
     group: int  # Job.group of its jobs: Esc stops the running one and takes the waiting ones off
     axis: str  # DELTA | K
     prompt: str
@@ -186,58 +178,18 @@ class SweepSet:
     def title(self) -> str:
         return f"Sweep {SYMBOL[self.axis]}"
 
+    def _cells(self) -> List[Rung]:
+        return self.rungs
+
     def rung_of(self, job_id: int) -> Optional[Rung]:
-        return next((r for r in self.rungs if r.job.id == job_id), None)
+        return self._cell_of(job_id)
 
-    @property
-    def running(self) -> Optional[Rung]:
-        return next((r for r in self.rungs if r.state == "running"), None)
-
-    @property
-    def ended(self) -> bool:
-        """Every rung finished, was cancelled or failed: nothing more will fill in."""
-        return all(r.state in ENDED for r in self.rungs)
-
-    # ------------------------------------------------------------------ the worker's answers
-    def started(self, job: Job) -> Optional[Rung]:
-        rung = self.rung_of(job.id)
-        if rung is not None:
-            rung.state = "running"
-        return rung
-
-    def finished(self, result: JobResult, record: dict) -> Optional[Rung]:
-        rung = self.rung_of(result.job.id)
-        if rung is not None:
-            rung.state, rung.result, rung.record = "done", result, record
-        return rung
-
-    def stopped(self, job: Job, how: str) -> Optional[Rung]:
-        """``job`` was cancelled or failed (``how``)."""
-        rung = self.rung_of(job.id)
-        if rung is not None:
-            rung.state = how
-        return rung
-
-    def saved(self, job: Job, entry_id: int) -> None:
-        rung = self.rung_of(job.id)
-        if rung is not None:
-            rung.entry_id = entry_id
+    # running, ended, started, finished, stopped, saved and choose: a JobCells' (state/job_cells.py)
 
     def forget_unqueued(self, queued: Callable[[Job], bool]) -> List[Rung]:
         """The waiting rungs whose jobs left the queue without running (Esc took the group off, Cancel all
         emptied the queue) are cancelled; those rungs."""
-        gone = [r for r in self.rungs if r.state == "waiting" and not queued(r.job)]
-        for r in gone:
-            r.state = "cancelled"
-        return gone
-
-    def choose(self, index: int) -> Optional[Rung]:
-        """A person clicked rung ``index``: it becomes the chosen one when it is done (a picture to show);
-        None (and nothing changes) when it is still decoding, stopped, or not a rung."""
-        if not 0 <= index < len(self.rungs) or not self.rungs[index].done:
-            return None
-        self.chosen = index
-        return self.rungs[index]
+        return self._cancel_waiting(queued)
 
     # ------------------------------------------------------------------ numbers
     def speedup(self, rung: Rung) -> Optional[float]:
@@ -268,7 +220,7 @@ class SweepSet:
         recogniser's verdict (fidelity)."""
         head = self.label(rung)
         if rung.state == "running":
-            return head + "\n" + (f"{100 * n_fixed // total}%" if n_fixed is not None and total else "starting…")
+            return head + "\n" + progress_text(n_fixed, total)
         if not rung.done:
             return f"{head}\n{rung.state}"
         row = self.row(rung)
@@ -299,14 +251,8 @@ class SweepSet:
 
     def summary(self) -> str:
         """The strip's title line: what is swept, how far the set got, what a click or Esc does now."""
-        done = sum(r.done for r in self.rungs)
-        counts = [f"{done} of {len(self.rungs)} done"]
-        stopped = sum(r.state in ("cancelled", "failed") for r in self.rungs)
-        if stopped:
-            counts.append(f"{stopped} stopped")
-        hint = "Esc stops the rest" if not self.ended else ("click one to pick it" if done else "none finished")
         return (f"{self.title} (seed {self.baseline.job.settings.seed}) · speed-ups: decoding only, "
-                f"{self.path_words()} · " + ", ".join(counts) + " · " + hint)
+                f"{self.path_words()} · " + self.progress())
 
     def curve(self) -> List[TradeoffPoint]:
         """The chart's curve: the finished rungs' trade-off points (from their records, as the chart places

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional
 
-from ..jobs import Job, JobResult
+from ..jobs import Job
+from .job_cells import JobCell, JobCells, progress_text
 
 COUNT = 4  # cells of the grid: 2 × 2
 COLUMNS = 2
 ROLE = "variation"  # Job.role of each cell's job
-ENDED = ("done", "cancelled", "failed")
 
 
 def fresh_seeds(n: int, draw: Callable[[], int], avoid: Iterable[int] = ()) -> List[int]:
@@ -32,27 +32,19 @@ def fresh_seeds(n: int, draw: Callable[[], int], avoid: Iterable[int] = ()) -> L
 
 
 @dataclass
-class Cell:
+class Cell(JobCell):
     index: int  # 0 … COUNT-1, row by row
-    job: Job
-    state: str = "waiting"  # waiting | running | done | cancelled | failed
-    result: Optional[JobResult] = None
-    record: Optional[dict] = None  # the JSON-ready generation record, once done
-    entry_id: Optional[int] = None  # its history row, once saved
+    job: Job  # state, result, record, entry_id and done: a JobCell's (state/job_cells.py)
 
     @property
     def seed(self) -> int:
         return int(self.job.settings.seed)
 
-    @property
-    def done(self) -> bool:
-        return self.state == "done"
-
     def caption(self, n_fixed: Optional[int] = None, total: Optional[int] = None) -> str:
         """The cell's line over its picture: its seed and how far it got (short: a cell is a quarter of a
         small window's canvas)."""
         if self.state == "running":
-            how = f"{100 * n_fixed // total}%" if n_fixed is not None and total else "starting…"  # "122/256" cut
+            how = progress_text(n_fixed, total)  # not "122/256": cut in a small cell
         elif self.done and self.result is not None:
             how = f"{float(self.result.stats['wall_seconds']):.2f} s"
         else:
@@ -61,7 +53,7 @@ class Cell:
 
 
 @dataclass
-class VariationSet:
+class VariationSet(JobCells):
     group: int  # Job.group of its four jobs: Esc stops the running one and takes the waiting ones off
     prompt: str
     cells: List[Cell] = field(default_factory=list)
@@ -75,45 +67,21 @@ class VariationSet:
     def seeds(self) -> List[int]:
         return [c.seed for c in self.cells]
 
+    def _cells(self) -> List[Cell]:
+        return self.cells
+
     def cell_of(self, job_id: int) -> Optional[Cell]:
-        return next((c for c in self.cells if c.job.id == job_id), None)
+        return self._cell_of(job_id)
 
-    @property
-    def running(self) -> Optional[Cell]:
-        return next((c for c in self.cells if c.state == "running"), None)
-
-    @property
-    def ended(self) -> bool:
-        """Every cell finished, was cancelled or failed: nothing more will fill in."""
-        return all(c.state in ENDED for c in self.cells)
+    # running, ended, started, finished, stopped, saved and choose: a JobCells' (state/job_cells.py)
 
     def stop_waiting(self) -> List[Cell]:
         """The waiting cells were taken off the queue (Esc, Cancel all): they never run. Those cells."""
-        stopped = [c for c in self.cells if c.state == "waiting"]
-        for c in stopped:
-            c.state = "cancelled"
-        return stopped
-
-    def choose(self, index: int) -> Optional[Cell]:
-        """A person clicked cell ``index``: it becomes the chosen one when it is done (a picture to show);
-        None (and nothing changes) when it is still decoding, stopped, or not a cell."""
-        if not 0 <= index < len(self.cells) or not self.cells[index].done:
-            return None
-        self.chosen = index
-        return self.cells[index]
+        return self._cancel_waiting(lambda job: False)
 
     def summary(self) -> str:
         """The grid's title line: how far the set got, and what a click or Esc does now."""
-        done = sum(c.done for c in self.cells)
-        counts = [f"{done} of {len(self.cells)} done"]
-        stopped = sum(c.state in ("cancelled", "failed") for c in self.cells)
-        if stopped:
-            counts.append(f"{stopped} stopped")
-        if not self.ended:
-            hint = "Esc stops the rest"
-        else:
-            hint = "click one to pick it" if done else "none finished"
-        return "Generate ×4 · " + ", ".join(counts) + " · " + hint
+        return "Generate ×4 · " + self.progress()
 
     @staticmethod
     def help() -> str:
