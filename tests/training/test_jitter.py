@@ -203,8 +203,25 @@ def test_copy_targets_are_the_mixture_of_every_copy_at_each_place():
 
 def test_a_run_records_what_it_taught_of_ambiguity(tmp_path):
     _model, m = _train(tmp_path, tmp_path / "jit", "--steps", "2", "--jitter", "global", "--jitter-copies", "2",
-                       "--copy-targets", "--substitute", "0.1")
+                       "--copy-targets", "--copy-weight", "0.5", "--substitute", "0.1")
     amb = m["ambiguity"]
-    assert amb["copy_targets"] is True and amb["substitute"] == 0.1 and amb["style_dropout"] == 0.0
+    assert amb["copy_targets"] is True and amb["copy_weight"] == 0.5 and amb["substitute"] == 0.1
+    assert amb["style_dropout"] == 0.0
     assert amb["jitter"]["kind"] == "global" and amb["jitter"]["copies"] == 2
     assert len(amb["jitter"]["tokens_moved"]) == 2 and all(0 <= x <= 1 for x in amb["jitter"]["tokens_moved"])
+
+
+def test_a_copy_weight_splits_the_target_between_the_clean_code_and_the_mixture():
+    from support.tiny import tiny_gpt
+
+    gpt = tiny_gpt("c2i", seed=3, vocab=16, grid=2)
+    torch.manual_seed(1)
+    tok = torch.randint(0, 16, (3, 4))
+    cond = torch.tensor([1, 2, 3])
+    copies = torch.stack([tok, torch.randint(0, 16, (3, 4)), torch.randint(0, 16, (3, 4))], dim=1)
+    mixture = ar.nll(gpt, tok, cond, None, copies=copies)
+    clean = ar.nll(gpt, tok, cond, None)  # tok is copy 0 here: the plain loss on the clean codes
+    assert torch.allclose(ar.nll(gpt, tok, cond, None, copies=copies, copy_weight=1.0), mixture)
+    half = ar.nll(gpt, tok, cond, None, copies=copies, copy_weight=0.5)
+    assert torch.allclose(half, 0.5 * clean + 0.5 * mixture, atol=1e-5)
+    assert not torch.allclose(half, mixture, atol=1e-3)

@@ -278,19 +278,24 @@ def load_pack(path: Path) -> ClassPrep:
 
 
 def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0,
-        inputs: torch.Tensor | None = None, copies: torch.Tensor | None = None):
+        inputs: torch.Tensor | None = None, copies: torch.Tensor | None = None, copy_weight: float = 1.0):
     """Next-token cross-entropy. With a neighbour table (V, k) and ``weight`` > 0 the target is
     soft, neighbour-aware (as IAR / SNCE argue for image tokens): 1 − weight on the token, weight
     spread evenly over its k nearest codebook neighbours. ``inputs``: the context tokens read (default
     ``tok``; :func:`substitute_neighbours` makes contexts a relaxed acceptance creates), ``tok`` the targets.
     ``copies`` (B, C, T): every copy of each row's picture (clean and jittered); the target at each place is
-    then their mixture — the codes imperceptibly different pictures put there — instead of ``tok``'s one."""
+    then their mixture — the codes imperceptibly different pictures put there — instead of ``tok``'s one;
+    ``copy_weight`` < 1 keeps that share for the mixture and gives the rest to the clean copy's code."""
     # forward = teacher_forced_logits (through DDP's hooks when wrapped)
     logits = model((tok if inputs is None else inputs)[:, :-1], cond, mask)
     flat, target = logits.reshape(-1, logits.shape[-1]), tok.reshape(-1)
     if copies is not None:
         logp = F.log_softmax(flat.float(), dim=-1)
-        return -logp.gather(1, copies.permute(0, 2, 1).reshape(flat.shape[0], -1)).mean()
+        mixture = -logp.gather(1, copies.permute(0, 2, 1).reshape(flat.shape[0], -1)).mean()
+        if copy_weight >= 1:
+            return mixture
+        clean = -logp.gather(1, copies[:, 0].reshape(-1, 1)).mean()  # copy 0: the clean, unshifted tokens
+        return (1 - copy_weight) * clean + copy_weight * mixture
     if neighbours is None or weight <= 0:
         return F.cross_entropy(flat, target)
     logp = F.log_softmax(flat, dim=-1)
@@ -401,7 +406,8 @@ class ArTrainer:
                   if a.copy_targets else None)
         with self.autocast:
             if self.contrast is None:
-                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs, copies=copies)
+                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs, copies=copies,
+                           copy_weight=a.copy_weight)
             else:  # --objective cca: against the frozen reference (cca.py)
                 loss, shown = self.contrast(self.model, rows[0], rows[1])
         optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=1.0)
@@ -497,6 +503,8 @@ def check_args(args) -> None:
         raise TrainingError(f"train ar --style-dropout: must be in [0, 1), got {args.style_dropout}")
     if args.style_dropout > 0 and args.condition != "class":
         raise TrainingError("train ar --style-dropout: only class runs (--condition class) have styles")
+    if not 0 < args.copy_weight <= 1:
+        raise TrainingError(f"train ar --copy-weight: must be in (0, 1], got {args.copy_weight}")
     if args.copy_targets and not args.jitter:
         raise TrainingError("train ar --copy-targets: needs --jitter (the copies whose codes are mixed)")
     if args.jitter and args.condition != "class":
@@ -644,6 +652,7 @@ def ambiguity_record(args, prep: Prep | None) -> dict:
     copies (kind, count, strengths) and the share of tokens each moved from the clean ones, the neighbour
     substitution, copy-mixture targets, soft neighbour targets and style dropout."""
     out = {"substitute": getattr(args, "substitute", 0.0), "copy_targets": bool(getattr(args, "copy_targets", False)),
+           "copy_weight": getattr(args, "copy_weight", 1.0),
            "neighbour_weight": getattr(args, "neighbour_weight", 0.0), "neighbour_k": getattr(args, "neighbour_k", 0),
            "style_dropout": getattr(args, "style_dropout", 0.0), "jitter": None}
     kind = getattr(args, "jitter", None)
@@ -726,6 +735,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jitter-copies", type=int, default=4, help="with --jitter: copies per image (default 4)")
     p.add_argument("--copy-targets", action="store_true", help="with --jitter: the target at each place is the "
                    "mixture of the codes every copy of the picture has there (the context is one copy)")
+    p.add_argument("--copy-weight", type=float, default=1.0, help="with --copy-targets: the mixture's share of each "
+                   "target, the rest on the clean copy's code (default 1: the mixture alone)")
     p.add_argument("--style-dropout", type=float, default=0.0, help="with --condition class: share of rows whose "
                    "style is replaced by the learned style 'any' (added to the vocabulary), so a prompt without a "
                    "style draws any of the identity's designs")
