@@ -35,7 +35,7 @@ from ..models.local import copy_or_save, load_eagle, load_model_dir, read_manife
 from ..paths import data_dir, runs_dir
 from ..reports import machine_info, reference_of
 from .data import short_caption
-from .recipes import DRAWS_WELL, DRAWS_WELL_V3, PROMPTING_V3, RECIPE, RECIPE_V3
+from .recipes import AMBIGUITY_V5, DRAWS_WELL, DRAWS_WELL_V3, PROMPTING_V3, RECIPE, RECIPE_V3
 
 # Plain-language prompts (as people type them; from common_prompts.json), not caption names.
 GRID_PROMPTS = [
@@ -379,6 +379,13 @@ LICENCES = """## Licences and attribution
     and `@iconify-json/fluent-emoji` (SVG, rendered with resvg).
   * EmojiOne 2 (Emoji One), CC-BY 4.0 — via `@iconify-json/emojione` (SVG, rendered with resvg).
     Emoji artwork provided by EmojiOne, licensed under CC-BY 4.0: https://creativecommons.org/licenses/by/4.0/
+  * v5 data only (`train data --sets all`; the shipped weights were not trained on them): Noto Emoji v1 "blob"
+    artwork (Google), Apache License 2.0 — via `@iconify-json/noto-v1` 1.2.5; Firefox OS Emoji (Mozilla), Apache
+    License 2.0 — via `@iconify-json/fxemoji` 1.2.2; Streamline Emojis by Streamline (streamlinehq.com, Webalys LLC),
+    CC-BY 4.0 — via `@iconify-json/streamline-emojis` 1.2.4 (https://creativecommons.org/licenses/by/4.0/). The data
+    build takes a package only if it is pinned (name, version, tarball sha256) and its declared licence is
+    Apache-2.0, MIT or CC-BY-4.0 (CC-BY with a recorded attribution); OpenMoji and EmojiOne v1 (CC-BY-SA 4.0:
+    share-alike would bind the weights' licence) are refused.
   * Apple and Facebook artwork is not used (its licence does not allow redistributing derived weights).
     `@iconify-json/noto` is left out too: it is the same Noto artwork `emoji-datasource-google` already gives,
     and adding it would double one style's weight.
@@ -496,7 +503,7 @@ def write_model_card(out: Path, man: dict, metrics: dict, data_manifest: dict, c
         lines += [f"By the judge ({reports[0][0]}, vanilla at the defaults): a right identity in its top 5 for at "
                   f"least 3 of 4 seeds on {len(good)} prompts: " + (", ".join(f"“{p}”" for p in good) or "none")
                   + ".", ""]
-    lines += ([PROMPTING_V3, LICENCES] if classes else ["## Prompting", "",
+    lines += ([PROMPTING_V3, AMBIGUITY_V5, LICENCES] if classes else ["## Prompting", "",
               "Prompts are matched to the nearest training caption by all-MiniLM-L6-v2 sentence similarity, and the "
               "model is conditioned on that caption's token embeddings (a fair aid while the model is small; the "
               "generation's note names the caption used). Empty prompts are refused; prompts over 1,000 characters "
