@@ -654,9 +654,13 @@ def test_polish_glyphs_focus_rings_icons_and_tooltips(qtbot, tiny):
 
 @needs_cxx
 @pytest.mark.slow  # a real compile in the window (~40 s); test_compiled_default.py covers the studio's side in CI
-def test_compiled_decoding_is_a_remembered_choice_the_engine_follows(qtbot, tiny):
+def test_compiled_decoding_is_a_remembered_choice_the_engine_follows(qtbot, tiny, monkeypatch):
     """Generate ▸ Compiled decoding: the loaded model compiles (the status line says so), its next
-    image's forwards all run compiled, the choice is saved, and unticking goes back to eager."""
+    image's forwards all run compiled, the choice is saved, and unticking goes back to eager. (The
+    timing that picks a path per family is tested in test_compiled_default.py; here it is off.)"""
+    from lantern_studio.engine import compiled_decoding
+
+    monkeypatch.setattr(compiled_decoding, "TIME_ROUNDS", 0)
     w = open_window(qtbot, tiny)
     assert w.model_info.steps == "eager" and not w.compiled_action.isChecked()
     w.compiled_action.trigger()
