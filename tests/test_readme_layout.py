@@ -35,7 +35,7 @@ def package_rows(block: str) -> dict[str, str]:
 
 
 def packages_on_disk() -> set[str]:
-    """Every package under app/lantern_studio, as the README writes it (``gui/state/``)."""
+    """Every package under app/lantern_studio, as the README writes it (``studio/``)."""
     return {str(p.parent.relative_to(PACKAGE)) + "/" for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
 
 

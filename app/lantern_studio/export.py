@@ -113,7 +113,7 @@ def save_png(path, image: np.ndarray, record: dict, overwrite: bool = False, fac
     info.add_text("parameters", a1111_parameters(record))
     info.add_itxt(JSON_KEY, json.dumps(record, sort_keys=True, default=_jsonable))
     try:
-        # the ".export-" prefix is how the history recognises a killed write's leftover (gui/history_store.py)
+        # the ".export-" prefix is how the history recognises a killed write's leftover (studio/history_store.py)
         atomic_write(path, lambda tmp: img.save(tmp, format="PNG", pnginfo=info), temp_prefix=".export-",
                      exclusive=not overwrite)
     except FileExistsError:

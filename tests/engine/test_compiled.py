@@ -229,7 +229,7 @@ _LAUNCH = """
 import json, sys, torch
 torch.set_num_threads(1)
 from lantern_studio.engine.compiled_decoding import BackgroundCompile
-from lantern_studio.gui.compiled_steps import compile_cache
+from lantern_studio.studio.compiled_steps import compile_cache
 from lantern_studio.models import load_pipeline
 cache = compile_cache()
 before = set(cache.rglob("*.so")) if cache.exists() else set()

@@ -15,7 +15,7 @@ from lantern_studio.engine.settings import DRAFTERS, GenerationSettings, Setting
 from lantern_studio.eval.bench.methods import parse_method
 from lantern_studio.eval.sweep import family_of
 from lantern_studio.export import a1111_parameters
-from lantern_studio.gui.state.tradeoff import KINDS, point_of
+from lantern_studio.studio.tradeoff import KINDS, point_of
 
 BOUNDS = ("lantern", "lantern++", "step")
 KS = (0, 1, 64)

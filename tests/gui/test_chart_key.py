@@ -3,7 +3,7 @@ included), and keys the step bound only once such a point is drawn."""
 
 from lantern_studio.engine.decode_method import FAMILIES, STEP
 from lantern_studio.gui.chart import MARKS, SYMBOLS, key_text
-from lantern_studio.gui.state.tradeoff import KINDS
+from lantern_studio.studio.tradeoff import KINDS
 
 
 def test_every_family_has_a_shape_and_a_glyph_of_its_own():

@@ -20,7 +20,7 @@ from torch._inductor import cpp_builder, exc  # noqa: E402
 from lantern_studio.engine import compiled_decoding  # noqa: E402
 from lantern_studio.engine.compiled import NO_COMPILER  # noqa: E402
 from lantern_studio.export import read_png_record  # noqa: E402
-from lantern_studio.gui import compiled_steps  # noqa: E402
+from lantern_studio.studio import compiled_steps  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 from support.studio import WAIT, open_window, run_job  # noqa: E402
 

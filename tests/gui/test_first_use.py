@@ -1,6 +1,6 @@
 """Issue 41, the studio on first use: an honest Compare, ×4 seeds never seen before, a wheel that scrolls,
 numbers in words, and the 900×600 finish (status messages, banners, the history highlight). pytest-qt,
-offscreen, on a tiny random model; the Qt-free rules (gui/state/) as plain Python."""
+offscreen, on a tiny random model; the Qt-free rules (studio/) as plain Python."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from lantern_studio.engine.settings import GenerationSettings  # noqa: E402
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.gui import banner as banner_module  # noqa: E402
 from lantern_studio.gui import worker as worker_module  # noqa: E402
-from lantern_studio.gui.state.status import MIN_SHOW, StatusQueue  # noqa: E402
-from lantern_studio.gui.state.studio import Studio  # noqa: E402
-from lantern_studio.gui.state.verdict import busy_words, load_of, verdict_words  # noqa: E402
+from lantern_studio.studio.status import MIN_SHOW, StatusQueue  # noqa: E402
+from lantern_studio.studio.display import Studio  # noqa: E402
+from lantern_studio.studio.verdict import busy_words, load_of, verdict_words  # noqa: E402
 from support.studio import COLD, WAIT, cold_vanilla_path, fake_screen, open_window, run_job  # noqa: E402
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lantern_studio.export import save_png
-from lantern_studio.gui.history_store import HistoryStore
+from lantern_studio.studio.history_store import HistoryStore
 
 IMG = np.full((64, 64, 3), 200, np.uint8)
 
@@ -131,7 +131,7 @@ def test_studio_starts_with_a_corrupt_history_and_says_so(qtbot, tmp_path):
 
 WRITER = """
 import sys, numpy as np
-from lantern_studio.gui.history_store import HistoryStore
+from lantern_studio.studio.history_store import HistoryStore
 store = HistoryStore(sys.argv[1])
 img = np.random.default_rng(0).integers(0, 255, (256, 256, 3), dtype=np.uint8)
 print("ready", flush=True)
@@ -151,7 +151,7 @@ def test_kill_9_during_history_writes_loses_nothing(tmp_path):
     import subprocess
     import sys
 
-    import lantern_studio.gui.history_store as hs
+    import lantern_studio.studio.history_store as hs
 
     rng = random.Random(0)
     for run in range(30):

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from lantern_studio.export import save_png
-from lantern_studio.gui.history_store import HistoryStore
+from lantern_studio.studio.history_store import HistoryStore
 from lantern_studio.records import MAX_DEPTH, RecordError, parse_record, read_record
 
 IMG = np.full((8, 8, 3), 200, np.uint8)
@@ -174,7 +174,7 @@ def test_the_real_studio_starts_and_stays_up_with_every_hostile_png_in_its_folde
 
 _WRITER = """
 import sys, numpy as np
-from lantern_studio.gui.history_store import HistoryStore
+from lantern_studio.studio.history_store import HistoryStore
 folder, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = HistoryStore(folder)
 for i in range(n):
@@ -230,7 +230,7 @@ _REPLAY = st.fixed_dictionaries({"format": st.sampled_from([1, 2, "x"]), "total"
 
 
 def _replay_case(d):
-    from lantern_studio.gui.replay import Recording, ReplayError, recording_of
+    from lantern_studio.studio.replay import Recording, ReplayError, recording_of
 
     try:
         r = Recording.from_dict(d)

@@ -1,4 +1,4 @@
-"""gui/state/job_cells.py: the bookkeeping a Generate ×4 grid and a Sweep strip share — which cell a job fills,
+"""studio/job_cells.py: the bookkeeping a Generate ×4 grid and a Sweep strip share — which cell a job fills,
 which one runs, when all have ended, which finished one a person chose, and the title's counts — driven the
 same way through both sets, as plain Python."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from lantern_studio.engine.settings import GenerationSettings
-from lantern_studio.gui.jobs import Job, JobResult
-from lantern_studio.gui.state.job_cells import progress_text
-from lantern_studio.gui.state.sweep import DELTA, SweepSet
-from lantern_studio.gui.state.variations import VariationSet
+from lantern_studio.studio.jobs import Job, JobResult
+from lantern_studio.studio.job_cells import progress_text
+from lantern_studio.studio.sweep import DELTA, SweepSet
+from lantern_studio.studio.variations import VariationSet
 
 SETTINGS = GenerationSettings(drafter="jacobi", k=8, delta=0.2, seed=5)
 

@@ -13,8 +13,8 @@ pytest.importorskip("pytestqt")
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from lantern_studio.gui.jobs import UNFILLED  # noqa: E402
-from lantern_studio.gui.replay import MAX_STEPS, Recording, ReplayError, recording_of  # noqa: E402
+from lantern_studio.studio.jobs import UNFILLED  # noqa: E402
+from lantern_studio.studio.replay import MAX_STEPS, Recording, ReplayError, recording_of  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 
 from support.studio import WAIT, on_steps, open_window, run_job  # noqa: E402
@@ -109,7 +109,7 @@ def test_compare_races_two_full_canvases_live_then_on_one_clock(qtbot, tiny, mon
     the left, LANTERN on the right; the old Compare drew both halves in the one canvas and showed 80-px
     thumbnails); once both are done the race replays on one clock, each lane at its own recorded pace, so
     the faster lane finishes first; a plain Generate brings the single canvas back."""
-    from lantern_studio.gui.state.compare import LANTERN, VANILLA
+    from lantern_studio.studio.compare import LANTERN, VANILLA
 
     w = open_window(qtbot, tiny)
     w.controls.drafter.setCurrentIndex(w.controls.drafter.findData("jacobi"))

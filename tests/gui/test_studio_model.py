@@ -1,4 +1,4 @@
-"""The studio model under the window (gui/state/): the queue's order and cancel rules, the Compare pairs,
+"""The studio model under the window (studio/): the queue's order and cancel rules, the Compare pairs,
 the race replay's one clock and the trade-off chart's axes, driven as plain Python — no QApplication,
 no worker thread, no model."""
 
@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 
 from lantern_studio.engine.settings import GenerationSettings
-from lantern_studio.gui.jobs import Frame, JobResult
-from lantern_studio.gui.replay import Recording
+from lantern_studio.studio.jobs import Frame, JobResult
+from lantern_studio.studio.replay import Recording
 from lantern_studio.engine.decode_method import DecodeMethod
-from lantern_studio.gui.state.compare import LANTERN, VANILLA, ComparePair
-from lantern_studio.gui.state.queue import QueueState, ordinal
-from lantern_studio.gui.state.race import MAX_SLOWMO, RACE_SECONDS, Race, lane_at, slowmo_for
-from lantern_studio.gui.state.studio import GRID, RACE, SINGLE, Studio, jsonable
-from lantern_studio.gui.state.variations import COUNT, fresh_seeds
-from lantern_studio.gui.state.tradeoff import X_LABEL, Y_QUALITY_LABEL, Y_SPEED_LABEL, Tradeoff, point_of
+from lantern_studio.studio.compare import LANTERN, VANILLA, ComparePair
+from lantern_studio.studio.queue import QueueState, ordinal
+from lantern_studio.studio.race import MAX_SLOWMO, RACE_SECONDS, Race, lane_at, slowmo_for
+from lantern_studio.studio.display import GRID, RACE, SINGLE, Studio, jsonable
+from lantern_studio.studio.variations import COUNT, fresh_seeds
+from lantern_studio.studio.tradeoff import X_LABEL, Y_QUALITY_LABEL, Y_SPEED_LABEL, Tradeoff, point_of
 
 APP = Path(__file__).resolve().parents[2] / "app"
 LANTERN_SETTINGS = GenerationSettings(drafter="jacobi", k=3, delta=0.2, seed=7)
@@ -55,8 +55,8 @@ def frame(job, n: int = 4) -> Frame:
 
 
 def test_importing_the_model_imports_no_qt():
-    code = ("import sys\nimport lantern_studio.gui.state.studio, lantern_studio.gui.state.race, "
-            "lantern_studio.gui.state.tradeoff, lantern_studio.gui.state.variations\n"
+    code = ("import sys\nimport lantern_studio.studio.display, lantern_studio.studio.race, "
+            "lantern_studio.studio.tradeoff, lantern_studio.studio.variations\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'qasync', "
             "'pyqtgraph')))")
     env = {**os.environ, "PYTHONPATH": str(APP), "OMP_NUM_THREADS": "1"}

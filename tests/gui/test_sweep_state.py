@@ -1,4 +1,4 @@
-"""Sweep δ / Sweep k's state (gui/state/sweep.py), as plain Python: the ladder around the slider's value, the
+"""Sweep δ / Sweep k's state (studio/sweep.py), as plain Python: the ladder around the slider's value, the
 job set (the vanilla run first), which result belongs to which rung, the captions' numbers and the chart's
 curve — no QApplication, no worker, no model."""
 
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from lantern_studio.engine.settings import GenerationSettings
-from lantern_studio.gui.jobs import JobResult
-from lantern_studio.gui.state.queue import QueueState
-from lantern_studio.gui.state.studio import Studio, jsonable
-from lantern_studio.gui.state.sweep import (
+from lantern_studio.studio.jobs import JobResult
+from lantern_studio.studio.queue import QueueState
+from lantern_studio.studio.display import Studio, jsonable
+from lantern_studio.studio.sweep import (
     DELTA, DELTA_FROM_ZERO, K, K_FROM_ZERO, ROLE, SweepSet, delta_ladder, k_ladder, ladder, problem,
 )
-from lantern_studio.gui.state.tradeoff import Tradeoff
+from lantern_studio.studio.tradeoff import Tradeoff
 
 BASE = GenerationSettings(drafter="jacobi", k=64, delta=0.2, seed=1234, temperature=0.9)
 
@@ -31,7 +31,7 @@ def result(job, wall: float, tpf: float, score=None) -> JobResult:
 
 
 def test_importing_the_sweep_state_imports_no_qt():
-    code = ("import sys\nimport lantern_studio.gui.state.sweep\n"
+    code = ("import sys\nimport lantern_studio.studio.sweep\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

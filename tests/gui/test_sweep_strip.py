@@ -14,7 +14,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
-from lantern_studio.gui.state.sweep import delta_ladder, k_ladder  # noqa: E402
+from lantern_studio.studio.sweep import delta_ladder, k_ladder  # noqa: E402
 from lantern_studio.gui.sweep_view import PICTURE_SMALL  # noqa: E402
 from support.studio import COLD, WAIT, cold_vanilla_path, on_steps, open_window  # noqa: E402
 
@@ -156,7 +156,7 @@ def test_with_a_recogniser_the_captions_give_its_verdict_and_the_curve_is_in_fid
 @pytest.mark.parametrize("window_height, compact", [(600, True), (1080, False)])
 def test_a_small_window_gets_captions_beside_the_pictures_a_tall_one_over_them(qtbot, window_height, compact):
     from lantern_studio.engine.settings import GenerationSettings
-    from lantern_studio.gui.state.sweep import SweepSet
+    from lantern_studio.studio.sweep import SweepSet
     from lantern_studio.gui.sweep_view import PICTURE_LARGE, SweepStrip
 
     strip = SweepStrip()

@@ -19,7 +19,7 @@ from ..engine.decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED, BY_TARGET, DECI
 from ..export import target_forwards
 from . import tooltips as tt
 from .progress_bar import FittedProgressBar
-from .jobs import UNFILLED, Frame
+from ..studio.jobs import UNFILLED, Frame
 
 # overlay colours by how the engine decided each token
 DECISION_COLOURS = {BY_TARGET: QColor(80, 140, 255, 105), ACCEPTED_EXACT: QColor(60, 200, 120, 105),

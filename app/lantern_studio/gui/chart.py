@@ -1,6 +1,6 @@
 """The trade-off chart: one point per finished run, coloured by δ, shaped by how it decoded.
 
-What a point is and where it goes is the studio model's (:mod:`.state.tradeoff`): x = tokens per target
+What a point is and where it goes is the studio model's (:mod:`..studio.tradeoff`): x = tokens per target
 forward, y = prompt fidelity in % (the studio's one quality measure, :mod:`lantern_studio.fidelity`) when
 the model has a recogniser, else the measured tokens per second. Neither axis changes meaning as runs
 arrive, and a point's marker (■ vanilla, ◆ exact speculative, ● LANTERN, ★ LANTERN++,
@@ -9,7 +9,7 @@ a run's measured speed-up against its vanilla run (a Compare makes one) is in it
 0 with room above the largest value, so one point or a few read sensibly. Hover a point for its settings;
 click it to load its prompt and settings into the controls. After a restart the chart refills from the
 history (the window hands it the model's saved runs). The latest Sweep's rungs are joined by one line, in
-ladder order (:mod:`.state.sweep` says which points).
+ladder order (:mod:`..studio.sweep` says which points).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from .. import fidelity
 from ..engine.decode_method import EXACT, LANTERN, LANTERN_PP, STEP, VANILLA, DecodeMethod
-from .jobs import JobResult
-from .state.studio import jsonable
-from .state.tradeoff import X_HELP, Y_SPEED_HELP, Tradeoff, TradeoffPoint, point_of
+from ..studio.jobs import JobResult
+from ..studio.display import jsonable
+from ..studio.tradeoff import X_HELP, Y_SPEED_HELP, Tradeoff, TradeoffPoint, point_of
 
 CMAP = pg.colormap.get("viridis")
 LAMBDA_COLOUR = QColor(230, 120, 200)
@@ -113,7 +113,7 @@ class TradeoffChart(QWidget):
             ax.setPen(pg.mkPen("#5a5c66"))
             ax.enableAutoSIPrefix(False)  # no "(x0.001)": values are plain ×, % or tokens
         self.plot.setMouseEnabled(x=False, y=False)  # fixed, readable ranges (set in _replot)
-        # the latest Sweep's rungs joined in ladder order (gui/state/sweep.py), under the points
+        # the latest Sweep's rungs joined in ladder order (studio/sweep.py), under the points
         self.curve = pg.PlotDataItem(pen=pg.mkPen(CURVE_COLOUR, width=2))
         self.curve.setZValue(-1)
         self.plot.addItem(self.curve)

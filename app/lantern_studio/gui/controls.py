@@ -26,7 +26,7 @@ from ..engine.settings import GenerationSettings
 from . import tooltips as tt
 from .class_picker import ClassPicker
 from .elided_label import ElidedLabel
-from .jobs import ModelInfo
+from ..studio.jobs import ModelInfo
 from .prompt_match import MatchLine
 from .sliders import LogIntSlider, QuadraticSlider
 from .wheel_guard import guard_wheel

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from . import aio
-from .history_store import Entry, HistoryStore
+from ..studio.history_store import Entry, HistoryStore
 
 THUMB = 64  # the bundled model's pictures at their own size (larger ones are scaled down)
 CELL_WIDTH = 136  # a thumbnail's cell: wide enough for its caption line, "a red he… · 1234567890"

@@ -1,6 +1,6 @@
 """The GUI-side half of the engine: owns the worker thread and hands it the queue's jobs.
 
-The queue's order and cancel rules are the studio model's (:mod:`.state.queue`); this object runs them
+The queue's order and cancel rules are the studio model's (:mod:`..studio.queue`); this object runs them
 against the worker. The queue lives in the GUI thread because the worker is busy inside a decode loop
 while a job runs and could not take new requests: the worker gets one job at a time over a queued signal,
 and the next is handed out when it reports the current one finished, cancelled or failed. Cancelling the
@@ -18,8 +18,8 @@ from typing import Deque, Optional
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from .jobs import Job, JobResult
-from .state.queue import QueueState
+from ..studio.jobs import Job, JobResult
+from ..studio.queue import QueueState
 from .worker import Answers, Worker
 
 Q = Qt.ConnectionType.QueuedConnection

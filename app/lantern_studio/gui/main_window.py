@@ -1,5 +1,5 @@
 """The studio window: assembles the panels, forwards the engine's events to the studio model
-(:mod:`.state.studio`, no Qt) and redraws from what it says.
+(:mod:`..studio.display`, no Qt) and redraws from what it says.
 
     ┌ controls ┬ [ banner ]              ┬ stats · compare · chart ┐
     │          │ canvas / export / queue │                         │
@@ -52,20 +52,20 @@ from .elided_label import ElidedLabel
 from .export_bar import DEFAULT_FACTOR, DEFAULT_METHOD, ExportBar
 from .help_dialog import show_how_it_works
 from .history import HistoryGallery, ask_user
-from .history_store import Entry, HistoryStore
+from ..studio.history_store import Entry, HistoryStore
 from .job_queue import JobQueue
-from .jobs import Frame, Job, JobResult, ModelInfo
+from ..studio.jobs import Frame, Job, JobResult, ModelInfo
 from .queue_view import QueueView
 from .race_view import RaceView
-from .replay import ReplayError, recording_of
+from ..studio.replay import ReplayError, recording_of
 from .replay_bar import ReplayBar
-from .state.compare import VANILLA
-from .state.studio import GRID, RACE, SINGLE, Studio, jsonable
-from .state.sweep import ROLE as SWEEP_ROLE
-from .state.tradeoff import MAX_HISTORY_POINTS
-from .state.variations import COUNT as VARIATIONS
-from .state.variations import ROLE as VARIATION_ROLE
-from .state.variations import Cell, VariationSet
+from ..studio.compare import VANILLA
+from ..studio.display import GRID, RACE, SINGLE, Studio, jsonable
+from ..studio.sweep import ROLE as SWEEP_ROLE
+from ..studio.tradeoff import MAX_HISTORY_POINTS
+from ..studio.variations import COUNT as VARIATIONS
+from ..studio.variations import ROLE as VARIATION_ROLE
+from ..studio.variations import Cell, VariationSet
 from .stats_panel import StatsPanel
 from .status_line import QueuedStatusBar
 from .storage import Preferences, app_data_dir

@@ -8,7 +8,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QFrame
 
 from .canvas import ImageView, to_qimage
-from .jobs import Frame
+from ..studio.jobs import Frame
 
 CELL_LEAST = QSize(64, 24)  # a cell's picture at its smallest: the grid asks no more height than the single
 # canvas with its replay bar (the window's least size, so its first size on a small screen, stays as it was)

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QListWidget, QListWidgetItem, QPushB
                                QWidget)
 
 from .elided_label import ElidedLabel
-from .state.queue import QueueState
+from ..studio.queue import QueueState
 
 
 class QueueView(QWidget):

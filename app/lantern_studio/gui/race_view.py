@@ -1,7 +1,7 @@
 """Compare as a race: two full-size canvases side by side, vanilla | LANTERN, each with its label, its
 clock and its tokens per forward. Each lane decodes live while its half runs (the halves run one after
 the other in the one worker thread, so each wall time is its own); once both are done the race replays
-on ONE clock from the recorded per-step times (:mod:`.state.race`), so the faster lane visibly finishes
+on ONE clock from the recorded per-step times (:mod:`..studio.race`), so the faster lane visibly finishes
 first, and the speed ratio is shown. It owns no decisions: the window says what to show."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from . import theme
 from .canvas import ImageView, to_qimage
 from .elided_label import ElidedLabel
 from .progress_bar import FittedProgressBar
-from .jobs import Frame
-from .replay import ReplayError
-from .state.compare import LANTERN, VANILLA, ComparePair
-from .state.race import Race
+from ..studio.jobs import Frame
+from ..studio.replay import ReplayError
+from ..studio.compare import LANTERN, VANILLA, ComparePair
+from ..studio.race import Race
 
 TICK_MS = 16
 

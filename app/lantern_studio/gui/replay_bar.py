@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QPushButton, QSlider, QVBo
 from ..export import target_forwards
 from . import theme
 from .elided_label import ElidedLabel
-from .replay import Recording, ReplayError
+from ..studio.replay import Recording, ReplayError
 
 # (label, slow-motion factor: replay seconds per recorded second; None = fixed pace of one step per 0.25 s)
 SPEEDS = (("1 step / 0.25 s", None), ("real time ÷ 20", 20.0), ("real time ÷ 5", 5.0), ("real time", 1.0))

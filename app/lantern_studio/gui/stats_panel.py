@@ -11,9 +11,9 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QLabel, QVBoxLayout, QWidg
 from .. import fidelity
 from ..export import target_forwards
 from .elided_label import ElidedLabel
-from .jobs import LOAD_KEY, RECOGNISED_KEY, Frame, JobResult
-from .state.compare import ComparePair, Half
-from .state.verdict import busy_words, load_of, verdict_tip, verdict_words
+from ..studio.jobs import LOAD_KEY, RECOGNISED_KEY, Frame, JobResult
+from ..studio.compare import ComparePair, Half
+from ..studio.verdict import busy_words, load_of, verdict_tip, verdict_words
 
 VALUE_ROOM = "16384 / 16384"  # each number's room in the grid; a longer one ends in "…" (its tooltip: all of it)
 

@@ -1,4 +1,4 @@
-"""The window's status bar, its messages queued instead of overwritten (the rules: :mod:`.state.status`).
+"""The window's status bar, its messages queued instead of overwritten (the rules: :mod:`..studio.status`).
 
 ``showMessage`` keeps Qt's name and answers at once: it is what the window calls for what a person just
 did. ``queue`` is for what arrives by itself (a job started or finished, the model getting ready): it
@@ -14,7 +14,7 @@ import time
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QSizeGrip, QStatusBar, QWidget
 
-from .state.status import StatusQueue
+from ..studio.status import StatusQueue
 
 TICK_MS = 250
 PERMANENT_SHARE = 0.5  # of the bar's width, at least, for the widgets right of a long message (the model's part)

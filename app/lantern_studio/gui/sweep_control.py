@@ -1,5 +1,5 @@
 """The window's Sweep: Generate ▸ Sweep δ and Sweep k, the strip under the canvas (``gui/sweep_view.py``), and the
-worker's answers forwarded to the sweep's state (:mod:`.state.sweep`), which decides what the strip and the
+worker's answers forwarded to the sweep's state (:mod:`..studio.sweep`), which decides what the strip and the
 chart's curve show.
 
 A sweep's jobs are plain jobs of the window's one queue (the queue Generate, Compare and ×4 use), so the window
@@ -18,9 +18,9 @@ from PySide6.QtGui import QAction
 
 from ..engine.settings import SettingsError
 from ..engine.text import PromptError, check_prompt
-from .jobs import Frame, Job, JobResult
-from .state.studio import jsonable
-from .state.sweep import AXES, SYMBOL, SweepSet, ladder, problem, value_text
+from ..studio.jobs import Frame, Job, JobResult
+from ..studio.display import jsonable
+from ..studio.sweep import AXES, SYMBOL, SweepSet, ladder, problem, value_text
 from .sweep_view import SweepStrip
 
 MENU_TEXT = {

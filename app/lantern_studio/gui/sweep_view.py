@@ -3,7 +3,7 @@ each captioned with its value, tokens per forward, speed-up against the vanilla 
 verdict, and filled in while it decodes. A small window gets the compact strip (each picture at 1× with its
 caption beside it), a tall one the pictures at 2× under their captions; the strip scrolls sideways where the
 canvas column is too narrow for every picture with its caption whole. Clicking a finished one asks the window to make it the current
-picture (``chosen``); ✕ hides the strip. It owns no decisions: the sweep's state (:mod:`.state.sweep`) says what
+picture (``chosen``); ✕ hides the strip. It owns no decisions: the sweep's state (:mod:`..studio.sweep`) says what
 each picture holds and which one was chosen, ``gui/sweep_control.py`` says when to redraw."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QBoxLayout, QHBoxLayout, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
 from .elided_label import ElidedLabel
-from .jobs import Frame
+from ..studio.jobs import Frame
 from .picture_cell import PictureCell
-from .state.sweep import SweepSet
+from ..studio.sweep import SweepSet
 
 LINES = 4  # a caption's lines: the value; tokens per forward; speed-up (of decoding); fidelity
 # A window less tall than this (px) gets the compact strip: each picture at 1× with its caption beside it, so

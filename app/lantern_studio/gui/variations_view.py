@@ -1,6 +1,6 @@
 """Generate ×4 as a 2×2 grid of variations in the canvas column: each cell its seed and token count over its
 picture, which fills in while that variation decodes. Clicking a finished cell asks the window to make it
-the current picture (``chosen``). It owns no decisions: the studio model (:mod:`.state.variations`) says
+the current picture (``chosen``). It owns no decisions: the studio model (:mod:`..studio.variations`) says
 what each cell holds and which one was chosen, the window says when to redraw."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QGridLayout, QVBoxLayout, QWidget
 
 from .elided_label import ElidedLabel
-from .jobs import Frame
+from ..studio.jobs import Frame
 from .picture_cell import PictureCell
-from .state.variations import COLUMNS, COUNT, VariationSet
+from ..studio.variations import COLUMNS, COUNT, VariationSet
 
 class VariationCell(PictureCell):
     """One variation: a caption line (its place, its seed, how far it got) over its picture."""

@@ -25,9 +25,9 @@ from ..engine.conditioners import NamedClasses, Snapper
 from ..engine.settings import SettingsError
 from ..engine.text import PromptError
 from ..models import load_pipeline
-from .compiled_steps import CompiledSteps
-from .jobs import UNFILLED, Frame, Job, JobResult, ModelInfo
-from .replay import Recording
+from ..studio.compiled_steps import CompiledSteps
+from ..studio.jobs import UNFILLED, Frame, Job, JobResult, ModelInfo
+from ..studio.replay import Recording
 
 MAX_FPS = 30.0
 WARM_STEPS = 4  # untimed steps a Compare's half runs first: the prefill and the step shapes its decode uses

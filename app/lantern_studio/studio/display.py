@@ -15,8 +15,8 @@ from typing import Callable, Dict, List, Optional, Set
 
 import numpy as np
 
-from ...engine.settings import GenerationSettings
-from ..jobs import Frame, Job, JobResult
+from ..engine.settings import GenerationSettings
+from .jobs import Frame, Job, JobResult
 from .compare import COMPILED, EAGER, LANTERN, ROLES, VANILLA, ComparePair
 from .queue import QueueState
 from .sweep import SweepSet

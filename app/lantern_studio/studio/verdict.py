@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..jobs import LOAD_KEY, RECOGNISED_KEY
+from .jobs import LOAD_KEY, RECOGNISED_KEY
 
 BUSY_SHARE = 1.0  # load per CPU above this: other work competed with the decode for the cores
 

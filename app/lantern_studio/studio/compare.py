@@ -15,12 +15,12 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ...engine.decode_method import DecodeMethod
-from ...export import target_forwards
-from ..jobs import Job, JobResult
+from ..engine.decode_method import DecodeMethod
+from ..export import target_forwards
+from .jobs import Job, JobResult
 
 VANILLA, LANTERN = "vanilla", "lantern"
-EAGER, COMPILED = "eager", "compiled"  # the decode paths (as gui/compiled_steps.py and records name them)
+EAGER, COMPILED = "eager", "compiled"  # the decode paths (as studio/compiled_steps.py and records name them)
 ROLES = {VANILLA: "compare-vanilla", LANTERN: "compare-current"}  # Job.role of each half
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional
 
-from ..jobs import Job
+from .jobs import Job
 from .job_cells import JobCell, JobCells, progress_text
 
 COUNT = 4  # cells of the grid: 2 × 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..jobs import Job, JobResult
+from .jobs import Job, JobResult
 
 ENDED = ("done", "cancelled", "failed")
 

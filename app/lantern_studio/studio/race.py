@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ..replay import Recording
+from .replay import Recording
 from .compare import LANTERN, VANILLA
 
 RACE_SECONDS = 4.0  # the slower lane takes about this long on screen …

@@ -20,7 +20,7 @@ from ..engine.decode_method import DecodeMethod
 from ..engine.settings import GenerationSettings
 
 UNFILLED = 255  # decision value of a token not fixed yet
-RECOGNISED_KEY = "recognised"  # a record's verdict of the recogniser (gui/state/verdict.py reads it)
+RECOGNISED_KEY = "recognised"  # a record's verdict of the recogniser (studio/verdict.py reads it)
 LOAD_KEY = "load_average"  # a record's [1-minute load average, CPUs] when its decode ended
 
 _ids = itertools.count(1)

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Deque, List, Optional
 
-from ..jobs import Job
+from .jobs import Job
 
 
 def ordinal(n: int) -> str:

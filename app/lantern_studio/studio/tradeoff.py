@@ -17,9 +17,9 @@ import math
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from ... import fidelity
-from ...engine.decode_method import FAMILIES, DecodeMethod
-from ...engine.settings import GenerationSettings
+from .. import fidelity
+from ..engine.decode_method import FAMILIES, DecodeMethod
+from ..engine.settings import GenerationSettings
 
 X_LABEL = "tokens per target forward"
 X_HELP = ("x: tokens fixed per target forward (the mean accepted length, the prefill's forward included); "
@@ -113,7 +113,7 @@ class Tradeoff:
         self.curve = []
 
     def set_curve(self, points) -> None:
-        """The latest Sweep's rungs (gui/state/sweep.py), in ladder order: drawn as one line."""
+        """The latest Sweep's rungs (studio/sweep.py), in ladder order: drawn as one line."""
         self.curve = list(points)
 
     def curve_placed(self) -> List[Tuple[float, float]]:

@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
-from ... import fidelity
-from ...engine.decode_method import VANILLA, DecodeMethod, knobs_of
-from ...engine.settings import GenerationSettings
-from ..jobs import Job
+from .. import fidelity
+from ..engine.decode_method import VANILLA, DecodeMethod, knobs_of
+from ..engine.settings import GenerationSettings
+from .jobs import Job
 from .compare import COMPILED, EAGER
 from .job_cells import JobCell, JobCells, progress_text
 from .tradeoff import TradeoffPoint, point_of
