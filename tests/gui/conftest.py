@@ -21,21 +21,18 @@ def _compiled_decoding_off_unless_asked(request, monkeypatch):
     decode steps in the background (seconds of CPU each, and a C++ compiler). GUI tests start with it off,
     as a person who unticked it would; a test about the shipped default asks for ``shipped_compiled_default``."""
     if "shipped_compiled_default" not in request.fixturenames:
-        try:
-            from lantern_studio.gui import main_window
-        except ImportError:  # no Qt here: the GUI tests skip themselves
-            main_window = None
-        if main_window is not None:
-            monkeypatch.setattr(main_window, "COMPILED_DECODING_DEFAULT", False)
+        from lantern_studio.studio import preferences
+
+        monkeypatch.setattr(preferences, "COMPILED_DECODING_DEFAULT", False)
     yield
 
 
 @pytest.fixture
 def shipped_compiled_default():
     """Generate ▸ Compiled decoding as the studio ships it, for this test (prefs empty: a fresh home)."""
-    from lantern_studio.gui import main_window
+    from lantern_studio.studio import preferences
 
-    return main_window.COMPILED_DECODING_DEFAULT
+    return preferences.COMPILED_DECODING_DEFAULT
 
 
 @pytest.fixture(scope="module")

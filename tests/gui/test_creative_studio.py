@@ -117,7 +117,7 @@ def test_no_column_scrolls_sideways_whatever_was_generated(qtbot, tiny, monkeypa
     w.canvas.set_overlay(True)  # the legend in the canvas's toolbar
     c.set_prompt(long_prompt)
     vanilla, current = w.compare()
-    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == current.id and not w.jobs.busy,
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == current.id and not w.session.queue.busy,
                     timeout=WAIT)
     qtbot.wait(20)
     assert sideways(w) == [] and "Speed-up" in w.stats.speedup_label.text()
@@ -133,9 +133,9 @@ def test_no_column_scrolls_sideways_whatever_was_generated(qtbot, tiny, monkeypa
     on_steps(monkeypatch, lambda job, ev: time.sleep(0.02))
     c.set_prompt("stop me")
     job = w.generate()
-    qtbot.waitUntil(lambda: w.jobs.current is not None and w.jobs.current.id == job.id, timeout=WAIT)
+    qtbot.waitUntil(lambda: w.session.queue.current is not None and w.session.queue.current.id == job.id, timeout=WAIT)
     qtbot.keyClick(c.prompt, Qt.Key.Key_Escape)  # Esc
-    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.session.queue.busy, timeout=WAIT)
     qtbot.wait(20)
     assert sideways(w) == []
     assert (w.width(), w.height()) == size
@@ -157,14 +157,14 @@ def test_each_generate_draws_a_new_seed_shows_it_and_records_it(qtbot, tiny):
     # Enter in the prompt box draws one too
     c.prompt.setFocus()
     qtbot.keyClick(c.prompt, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: w.last_result.job.id != j1.id and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: w.last_result.job.id != j1.id and not w.session.queue.busy, timeout=WAIT)
     seed2 = w.last_result.job.settings.seed
     assert seed2 != seed1 and c.seed.value() == seed2
     assert w.finished_record["settings"]["seed"] == seed2
     # a Compare: one fresh seed for both halves
     vanilla, current = w.compare()
     assert vanilla.settings.seed == current.settings.seed == c.seed.value() != seed2
-    qtbot.waitUntil(lambda: w.last_result.job.id == current.id and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: w.last_result.job.id == current.id and not w.session.queue.busy, timeout=WAIT)
 
 
 def test_with_the_choice_off_the_seed_stays_and_the_choice_is_remembered(qtbot, tiny):
@@ -215,7 +215,7 @@ def test_the_stats_panel_says_cancelled_after_esc_not_running(qtbot, tiny, monke
     job = w.generate()
     qtbot.waitUntil(lambda: w.stats.run_label.text().startswith(f"Running #{job.id}"), timeout=WAIT)
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
-    qtbot.waitUntil(lambda: bool(cancelled) and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: bool(cancelled) and not w.session.queue.busy, timeout=WAIT)
     note = w.stats.run_label.text()
     assert "Running" not in note and note.startswith(f"Cancelled #{job.id}"), note
     assert "cancelled" in w.canvas.progress.format()
@@ -244,7 +244,7 @@ def test_the_canvas_hint_and_tooltips_name_the_key_that_generates(qtbot, tiny, m
     w.controls.set_prompt("a red heart")
     w.controls.prompt.setFocus()
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
-    assert w.jobs.current is not None or w.started_jobs
+    assert w.session.queue.current is not None or w.started_jobs
 
 
 def test_the_png_steps_and_the_ui_count_the_same_target_forwards(qtbot, tiny):
@@ -266,7 +266,7 @@ def test_the_png_steps_and_the_ui_count_the_same_target_forwards(qtbot, tiny):
 
 
 def test_history_thumbnails_are_whole_with_a_caption_of_prompt_and_seed(qtbot, tiny):
-    from lantern_studio.gui.main_window import HISTORY_MIN_HEIGHT
+    from lantern_studio.gui.window_layout import HISTORY_MIN_HEIGHT
 
     w = open_window(qtbot, tiny)
     w.resize(1100, 750)
@@ -416,7 +416,7 @@ def run_variations(qtbot, w, prompt="a red heart"):
     qtbot.mouseClick(w.controls.variations_button, Qt.MouseButton.LeftButton)
     v = w.studio.variations
     assert v is not None and v.prompt == prompt.strip(), w.banner.text()
-    qtbot.waitUntil(lambda: v.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: v.ended and not w.session.queue.busy, timeout=WAIT)
     qtbot.wait(20)
     return v
 
@@ -479,7 +479,7 @@ def test_a_variation_still_decoding_cannot_be_chosen_and_esc_stops_the_rest(qtbo
     assert not w.choose_variation(0) and w.views.currentWidget() is w.variations_view  # not done yet
     assert "running" in w.statusBar().currentMessage()
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
-    qtbot.waitUntil(lambda: v.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: v.ended and not w.session.queue.busy, timeout=WAIT)
     assert [j.id for j in w.started_jobs] == [first.id]  # the three waiting never ran
     assert [cell.state for cell in v.cells] == ["cancelled"] * 4
     assert all("cancelled" in cell.caption.text() for cell in w.variations_view.cells)

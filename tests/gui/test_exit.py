@@ -39,7 +39,7 @@ def test_close_during_a_slow_warm_up_hides_at_once_and_leaves_the_load_behind(qt
     w = create_main_window(str(folder))
     qtbot.addWidget(w)
     w.show()
-    qtbot.waitUntil(lambda: w.jobs.loading == "warming up the decoder…", timeout=WAIT)
+    qtbot.waitUntil(lambda: w.session.loading == "warming up the decoder…", timeout=WAIT)
     w.controls.set_prompt("kept in the preferences")
     t0 = time.perf_counter()
     w.close()

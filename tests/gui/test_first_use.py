@@ -69,7 +69,7 @@ def test_generate_x4_never_repeats_a_seed_of_the_session_and_says_its_seeds(qtbo
     c.seed.setValue(141797050)
     w.controls.set_prompt("compare")
     vanilla, current = w.compare()
-    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.session.queue.busy, timeout=WAIT)
     # the draws a person's ×4 gets: the session's seeds come first, and come again
     draws = iter([1841433659, 141797050, 11, 1841433659, 12, 12, 13, 14, 11, 12, 13, 14, 141797050, 15, 16, 17, 18])
     c.draw_seed = lambda: next(draws)
@@ -77,13 +77,13 @@ def test_generate_x4_never_repeats_a_seed_of_the_session_and_says_its_seeds(qtbo
     v = w.generate_variations()
     assert v.seeds == [11, 12, 13, 14]
     assert "seeds 11, 12, 13, 14" in w.statusBar().currentMessage()
-    qtbot.waitUntil(lambda: v.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: v.ended and not w.session.queue.busy, timeout=WAIT)
     assert [cell.caption.text().split(" · ")[0] for cell in w.variations_view.cells] == [
         f"seed {s}" for s in (11, 12, 13, 14)]
     again = w.generate_variations()  # nor a seed of the last ×4
     assert again.seeds == [15, 16, 17, 18]
     w.studio.cancel_all()
-    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.session.queue.busy, timeout=WAIT)
 
 
 # ------------------------------------------------------------------------------- 4. the wheel scrolls
@@ -230,7 +230,7 @@ def test_the_status_line_keeps_a_result_on_screen_while_the_next_job_starts(qtbo
     job, _ = run_job(qtbot, w, "one")
     qtbot.waitUntil(lambda: bar.currentMessage().startswith(f"Done #{job.id}"), timeout=WAIT)
     second = w.generate()
-    qtbot.waitUntil(lambda: w.last_result.job.id == second.id and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: w.last_result.job.id == second.id and not w.session.queue.busy, timeout=WAIT)
     assert bar.currentMessage().startswith(f"Done #{job.id}")  # not overwritten by "Generating #…"
     assert [m.text for m in bar.messages.waiting] == [f"Done #{second.id} in {w.last_result.stats['wall_seconds']:.2f} s"]
     now[0] += MIN_SHOW
@@ -273,7 +273,7 @@ def test_compare_headers_are_whole_in_a_small_window(qtbot, tiny):
     w.resize(760, 520)
     w.controls.set_prompt("a small window")
     w.compare()
-    qtbot.waitUntil(lambda: w.race.pair is not None and w.race.pair.complete and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: w.race.pair is not None and w.race.pair.complete and not w.session.queue.busy, timeout=WAIT)
     qtbot.wait(50)
     for label in (w.race.ratio, w.race.note):
         assert label.wordWrap() and label.heightForWidth(label.width()) <= label.height() + 1, label.text()

@@ -91,7 +91,7 @@ def test_controls_prevent_invalid_combinations(qtbot, tiny):
     c.set_prompt("ok")
     c.settings = lambda: w.model_info.defaults.with_(k=10_000)
     assert w.generate() is None and w.banner.text().startswith("k:")
-    assert w.started_jobs == [] and not w.jobs.busy
+    assert w.started_jobs == [] and not w.session.queue.busy
 
 
 def test_the_drafter_menu_offers_draft_heads_only_where_the_folder_ships_them(qtbot, tiny, tmp_path):
@@ -151,8 +151,8 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow, monkeypatch):
     w.activateWindow()
     w.controls.prompt.setFocus()
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # generate
-    assert w.jobs.current is not None, "Ctrl+Enter did not generate"
-    job = w.jobs.current
+    assert w.session.queue.current is not None, "Ctrl+Enter did not generate"
+    job = w.session.queue.current
     assert w.controls.prompt_text() == "a slow one"  # no newline typed into the prompt
     qtbot.waitUntil(lambda: bool(seen) and seen[-1] >= 10, timeout=WAIT)
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)  # cancel
@@ -165,7 +165,7 @@ def test_cancel_stops_within_a_few_steps(qtbot, slow, monkeypatch):
     # the last frame shows where it stopped; signals from the worker arrive asynchronously, so on a loaded
     # machine give the GUI thread a moment to take them (the full suite failed once here, in a fresh clone
     # beside a training run)
-    qtbot.waitUntil(lambda: seen[-1] == steps[-1][0] and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: seen[-1] == steps[-1][0] and not w.session.queue.busy, timeout=WAIT)
     assert "cancelled" in w.canvas.progress.format()
     assert w.store.count() == 0 and list(w.store.images.iterdir()) == []  # no row, no half a file
     assert w.last_result is None
@@ -188,12 +188,12 @@ def test_queued_jobs_run_in_order(qtbot, tiny):
     w.controls.set_prompt("third")
     j3 = w.generate()
     # visible places, before the GUI has processed anything from the worker
-    assert w.jobs.position(j1) == 0 and w.jobs.position(j2) == 1 and w.jobs.position(j3) == 2
+    assert w.session.queue.position(j1) == 0 and w.session.queue.position(j2) == 1 and w.session.queue.position(j3) == 2
     rows = [w.queue_view.list.item(i).toolTip() for i in range(w.queue_view.list.count())]
     assert rows[0].startswith("▶") and "1st in line" in rows[1] and "2nd in line" in rows[2]
-    w.jobs.cancel_job(j3.id)
-    assert w.jobs.position(j3) is None
-    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == j2.id and not w.jobs.busy,
+    w.session.cancel_job(j3.id)
+    assert w.session.queue.position(j3) is None
+    qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == j2.id and not w.session.queue.busy,
                     timeout=WAIT)
     assert [j.id for j in w.started_jobs] == [j1.id, j2.id]
     assert [e.prompt for e in w.store.entries()] == ["second", "first"]
@@ -382,7 +382,7 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     started = record_started(w)
     qtbot.addWidget(w)
     w.show()
-    qtbot.waitUntil(lambda: w.jobs.loading == "warming up the decoder…", timeout=WAIT)
+    qtbot.waitUntil(lambda: w.session.loading == "warming up the decoder…", timeout=WAIT)
     assert w.model_info is None
     # the controls already show the model's own defaults (read from model.json), not placeholders
     from lantern_studio.models import model_defaults
@@ -394,13 +394,13 @@ def test_generate_pressed_during_warm_up_waits_and_then_runs(qtbot, tiny, monkey
     job = w.generate()
     assert job is not None and job.settings == w.controls.settings()
     assert "waiting for the model" in w.canvas.progress.format()
-    w.queue_view.update_from(w.jobs)
+    w.queue_view.update_from(w.session.queue)
     assert "waiting for the model" in w.queue_view.list.item(0).text()
     assert w.last_result is None and not started
     release.set()
     qtbot.waitUntil(lambda: w.last_result is not None and w.last_result.job.id == job.id, timeout=WAIT)
     assert stages == ["loading text encoder…", "preparing neighbour table…", "warming up the decoder…"]
-    assert w.model_info is not None and w.jobs.loading is None
+    assert w.model_info is not None and w.session.loading is None
     # the image ran with those settings, and the panel still shows them once the model is ready
     assert w.last_result.record()["settings"] == job.settings.to_dict() and w.controls.settings() == job.settings
     assert w.status_model.text().startswith(w.model_info.name)
@@ -454,20 +454,20 @@ def test_enter_generates_shift_enter_is_a_new_line_and_esc_stops_both_halves_of_
     w.controls.prompt.setFocus()
     w.controls.prompt.moveCursor(w.controls.prompt.textCursor().MoveOperation.End)
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    assert w.controls.prompt_text() == "two\n" and not w.jobs.busy  # a new line, no job
+    assert w.controls.prompt_text() == "two\n" and not w.session.queue.busy  # a new line, no job
     w.controls.set_prompt("one")
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Return)
-    assert w.jobs.current is not None and w.controls.prompt_text() == "one"  # generated, no newline typed
-    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
+    assert w.session.queue.current is not None and w.controls.prompt_text() == "one"  # generated, no newline typed
+    qtbot.waitUntil(lambda: not w.session.queue.busy, timeout=WAIT)
     # Esc during a Compare cancels the vanilla half that runs and the LANTERN half that waits
     cancelled = []
     w.jobs.answers.job_cancelled.connect(cancelled.append)
     vanilla, current = w.compare()
-    qtbot.waitUntil(lambda: w.jobs.current is not None and w.jobs.current.id == vanilla.id, timeout=WAIT)
+    qtbot.waitUntil(lambda: w.session.queue.current is not None and w.session.queue.current.id == vanilla.id, timeout=WAIT)
     w.cancel()
-    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.session.queue.busy, timeout=WAIT)
     assert [j.id for j in cancelled] == [vanilla.id]  # it stopped; its pair was taken off the queue, never ran
-    assert w.jobs.position(current) is None and (w.last_result is None or w.last_result.job.id != current.id)
+    assert w.session.queue.position(current) is None and (w.last_result is None or w.last_result.job.id != current.id)
 
 
 def test_window_title_menus_and_counts_read_as_a_person_expects(qtbot, tiny):
@@ -554,12 +554,12 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     facts), no text is cut, no two widgets of one layout overlap, the scrubber has a track, the history strip
     shows whole thumbnails, and what comes and goes (a Compare result, a replay) moves nothing; a banner takes a row
     from the canvas alone."""
-    from lantern_studio.gui.main_window import HISTORY_MIN_HEIGHT
+    from lantern_studio.gui.window_layout import HISTORY_MIN_HEIGHT
 
     w = open_window(qtbot, tiny)
     w.resize(*size)
-    w.jobs.loading = "warming up the decoder… " * 4  # the longest line the queue title shows
-    w.queue_view.update_from(w.jobs)
+    w.session.queue.loading = "warming up the decoder… " * 4  # the longest line the queue title shows
+    w.queue_view.update_from(w.session.queue)
     qtbot.wait(50)
     assert (w.width(), w.height()) == size
     if w.narrow:  # too narrow for three columns: settings and results are two tabs of one side column
@@ -569,8 +569,8 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
         left, middle, right = (w.top_split.widget(i).geometry() for i in range(3))
         assert left.right() < middle.left() and middle.right() < right.left()
     assert w.replay.slider.width() >= 150 and w.gallery.height() >= HISTORY_MIN_HEIGHT
-    w.jobs.loading = None
-    w.queue_view.update_from(w.jobs)
+    w.session.queue.loading = None
+    w.queue_view.update_from(w.session.queue)
     qtbot.wait(20)
     assert clipped_texts(w) == []
     assert overlapping_siblings(w) == []
@@ -589,7 +589,7 @@ def test_the_layout_holds_at_every_window_size(qtbot, tiny, size):
     w.controls.set_prompt("compare me")
     w.controls.set_settings(w.controls.settings().with_(drafter="jacobi"))
     assert w.compare() is not None, w.banner.text()
-    qtbot.waitUntil(lambda: not w.studio.pairs and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.studio.pairs and not w.session.queue.busy, timeout=WAIT)
     qtbot.wait(20)
     # the race takes the canvas's place, at the canvas's size; the rest of the window does not move
     assert w.race.isVisible() and w.race.size() == canvas_view

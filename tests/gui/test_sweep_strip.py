@@ -24,7 +24,7 @@ def run_sweep(qtbot, w, axis: str, prompt: str = "a red heart"):
     w.sweeps.actions[axis].trigger()  # Generate ▸ Sweep δ / Sweep k
     s = w.sweeps.sweep
     assert s is not None and s.prompt == prompt, w.banner.text()
-    qtbot.waitUntil(lambda: s.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: s.ended and not w.session.queue.busy, timeout=WAIT)
     qtbot.wait(20)
     return s
 
@@ -104,15 +104,15 @@ def test_a_sweep_that_cannot_show_anything_says_why_and_queues_nothing(qtbot, ti
     w.controls.set_prompt("a red heart")
     w.controls.k.setValue(0)  # exact: δ changes nothing
     w.sweeps.actions["delta"].trigger()
-    assert w.sweeps.sweep is None and not w.jobs.busy and "k > 0" in w.banner.text()
+    assert w.sweeps.sweep is None and not w.session.queue.busy and "k > 0" in w.banner.text()
     w.controls.k.setValue(8)
     w.controls.delta.setValue(0.0)  # no budget: every k decodes exactly
     w.sweeps.actions["k"].trigger()
-    assert w.sweeps.sweep is None and not w.jobs.busy and "δ > 0" in w.banner.text()
+    assert w.sweeps.sweep is None and not w.session.queue.busy and "δ > 0" in w.banner.text()
     w.controls.delta.setValue(0.1)
     w.controls.set_prompt("   ")  # the prompt's own check, as Generate's
     w.sweeps.actions["k"].trigger()
-    assert w.sweeps.sweep is None and not w.jobs.busy and "\n" not in w.banner.text() and "prompt" in w.banner.text()
+    assert w.sweeps.sweep is None and not w.session.queue.busy and "\n" not in w.banner.text() and "prompt" in w.banner.text()
 
 
 def test_esc_stops_the_running_rung_and_takes_the_waiting_ones_off(qtbot, tiny, monkeypatch):
@@ -125,7 +125,7 @@ def test_esc_stops_the_running_rung_and_takes_the_waiting_ones_off(qtbot, tiny, 
     assert not w.sweeps.choose(0)  # still decoding
     qtbot.keyClick(w.controls.prompt, Qt.Key.Key_Escape)
     assert "Cancelling the sweep" in w.statusBar().currentMessage()
-    qtbot.waitUntil(lambda: s.ended and not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: s.ended and not w.session.queue.busy, timeout=WAIT)
     assert [j.id for j in w.started_jobs] == [s.jobs[0].id]  # the waiting rungs never ran
     assert [r.state for r in s.rungs] == ["cancelled"] * len(s.rungs)
     assert all(cell.caption().endswith("cancelled") for cell in w.sweeps.strip.cells)
@@ -225,4 +225,4 @@ def test_a_later_x4_never_repeats_the_seed_of_a_sweep(qtbot, tiny):
     v = w.generate_variations()
     assert v.seeds == [21, 22, 23, 24]
     w.studio.cancel_all()
-    qtbot.waitUntil(lambda: not w.jobs.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not w.session.queue.busy, timeout=WAIT)

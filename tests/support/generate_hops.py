@@ -83,7 +83,9 @@ def main(argv=None) -> int:
     from lantern_studio.gui import main_window  # noqa: PLC0415
     from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: PLC0415
 
-    main_window.COMPILED_DECODING_DEFAULT = False
+    from lantern_studio.studio import preferences  # noqa: PLC0415
+
+    preferences.COMPILED_DECODING_DEFAULT = False
     app = QApplication.instance() or QApplication([])
     folder = build_tiny_model_dir(data / "tiny")
     w = main_window.MainWindow(model=str(folder))

@@ -20,11 +20,11 @@ from ..export import target_forwards
 from . import tooltips as tt
 from .progress_bar import FittedProgressBar
 from ..studio.jobs import UNFILLED, Frame
+from ..studio.preferences import ZOOMS
 
 # overlay colours by how the engine decided each token
 DECISION_COLOURS = {BY_TARGET: QColor(80, 140, 255, 105), ACCEPTED_EXACT: QColor(60, 200, 120, 105),
                     ACCEPTED_RELAXED: QColor(255, 150, 40, 125)}
-ZOOMS = ("fit", 1, 2, 3, 4, 5, 6, 7, 8)
 LEGEND_TIPS = {BY_TARGET: "sampled by the target model itself", ACCEPTED_EXACT: "drafted and accepted exactly",
                ACCEPTED_RELAXED: "drafted and accepted thanks to LANTERN's relaxation"}
 LEGEND_NAMES_WIDTH = 640  # px of canvas: narrower, the legend shows its swatches alone

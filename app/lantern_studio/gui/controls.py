@@ -27,12 +27,12 @@ from . import tooltips as tt
 from .class_picker import ClassPicker
 from .elided_label import ElidedLabel
 from ..studio.jobs import ModelInfo
+from ..studio.preferences import MAX_PROMPT_HISTORY as MAX_HISTORY
 from .prompt_match import MatchLine
 from .sliders import LogIntSlider, QuadraticSlider
 from .wheel_guard import guard_wheel
 
 SEED_MAX = 2**31 - 1
-MAX_HISTORY = 20
 DRAFTER_LABELS = (("eagle", "EAGLE (learned)"), ("jacobi", "Jacobi (training-free)"),
                   ("heads", "Draft heads (learned, parallel)"), ("none", "none (vanilla AR)"))
 BOUND_LABELS = (("lantern", "LANTERN (δ per token)"), ("lantern++", "LANTERN++ (λ)"), ("step", "Step-bounded (δ per step)"))

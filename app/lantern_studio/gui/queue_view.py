@@ -55,9 +55,9 @@ class QueueView(QWidget):
             self.update_from(self._jobs)
 
     def update_from(self, jobs) -> None:
-        """Redraw from the queue's state (a QueueState, or the JobQueue that holds one; None: empty)."""
+        """Redraw from the queue's state (a QueueState; None: empty)."""
         self._jobs = jobs
-        state = getattr(jobs, "state", jobs) if jobs is not None else QueueState()
+        state = jobs if jobs is not None else QueueState()
         summary = state.summary()
         self.list.clear()
         fm = self.list.fontMetrics()

@@ -16,11 +16,10 @@ from typing import Optional
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
 
-from ..engine.settings import SettingsError
-from ..engine.text import PromptError, check_prompt
+from ..studio.events import QueueChanged
 from ..studio.jobs import Frame, Job, JobResult
 from ..studio.display import jsonable
-from ..studio.sweep import AXES, SYMBOL, SweepSet, ladder, problem, value_text
+from ..studio.sweep import AXES, SYMBOL, SweepSet, value_text
 from .sweep_view import SweepStrip
 
 MENU_TEXT = {
@@ -59,38 +58,29 @@ class SweepControl(QObject):
         a.job_finished.connect(self._finished)
         a.job_cancelled.connect(lambda job: self._stopped(job, "cancelled"))
         a.job_failed.connect(lambda job, _message: self._stopped(job, "failed"))
-        window.jobs.queue_changed.connect(self._queue_changed)
+        window.session.events.subscribe(QueueChanged, lambda _e: self._queue_changed())
 
     # ------------------------------------------------------------------ the request
     def start(self, axis: str) -> Optional[SweepSet]:
         """Generate ▸ Sweep δ / k: the vanilla run and the ladder's rungs queued back to back as one group."""
         w = self.window
         info = w.model_info
-        vocab = info.vocab_size if info is not None else None
-        try:
-            check_prompt(w.controls.prompt_text())
-            settings = w.controls.settings().validate(vocab)
-        except (PromptError, SettingsError) as e:
-            w.show_error(str(e), topic="input")
+        asked = w.request()
+        if asked is None:
             return None
-        why = problem(axis, settings, vocab)
-        if why is not None:
-            w.show_error(why, topic="input", level="info")
-            return None
-        prompt = w.controls.prompt_text().strip()
-        w.controls.remember_prompt(prompt)
         # one path for every run, as a Compare's (a compile that ends mid-sweep must not split it), each run
         # warming it untimed first: the speed-ups compare decoding only. Its seed joins the session's seeds
-        sweep = w.studio.submit_sweep(axis, prompt, settings, ladder(axis, settings, vocab), w.jobs.model_spec,
-                                      bool(info is not None and info.has_score), w.decode_path())
+        sweep = w.session.sweep(axis, *asked)
+        if sweep is None:
+            return None
+        settings = sweep.jobs[0].settings
         self.sweep = sweep
         self.strip.fit(w.height())
         self.strip.start(sweep, info.grid ** 2 if info is not None else 0)
         self.strip.show()
         w.chart.set_curve([])
-        w.jobs.changed()
         values = ", ".join(f"{v:g}" for v in sweep.values)
-        waits = f" · waiting for the model ({w.jobs.loading})" if w.jobs.loading else ""
+        waits = f" · waiting for the model ({w.session.loading})" if w.session.loading else ""
         w.statusBar().showMessage(f"{sweep.title} queued: vanilla, then {SYMBOL[axis]} = {values} "
                                   f"(seed {settings.seed}){waits}")
         return sweep

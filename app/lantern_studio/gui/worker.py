@@ -1,6 +1,6 @@
 """The engine worker: a QObject living in its own QThread that owns the pipeline.
 
-The GUI talks to it only through queued signals (see :mod:`.job_queue`); it
+The GUI talks to it only through queued signals (see :mod:`.engine_thread`); it
 answers through :class:`Answers`, signals that live in the GUI thread, carrying private copies (numpy arrays it will never touch
 again). A job runs through the pipeline's own ``generate``, whose step events
 feed the live view: partial images are decoded here and emitted at most ~30

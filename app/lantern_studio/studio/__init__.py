@@ -1,10 +1,13 @@
-"""The studio's state and rules, without Qt (docs/architecture.md, "The studio: a model under the window").
+"""The studio without Qt (docs/architecture.md, "The studio session").
 
-What the window decides but does not draw lives here, as plain dataclasses a test can drive without a
-QApplication: the job queue's order, positions and cancel rules (:mod:`.queue`), the Compare pairs and
-their ratios (:mod:`.compare`), the race replay's clock (:mod:`.race`), the trade-off chart's points and
-axes (:mod:`.tradeoff`), Generate ×4's grid (:mod:`.variations`), Sweep δ / k's ladder, rungs and curve
-(:mod:`.sweep`), and the window's own state on top of them (:mod:`.studio`). The Qt classes
-(``gui/main_window.py``, ``gui/job_queue.py``, the panels) forward Qt's events here and redraw from it.
-A contract in pyproject.toml keeps Qt and torch out of this package.
+:mod:`.session` is what the studio does when a person asks for something (Generate, Compare, ×4, Sweep,
+cancel, a model, Save) and when the engine answers; :mod:`.events` what it tells the views;
+:mod:`.preferences` what it remembers. Under them, plain dataclasses a test drives without a QApplication:
+the job queue's order, positions and cancel rules (:mod:`.queue`), the Compare pairs and their ratios
+(:mod:`.compare`), the race replay's clock (:mod:`.race`), the trade-off chart's points and axes
+(:mod:`.tradeoff`), Generate ×4's grid (:mod:`.variations`), Sweep δ / k's ladder, rungs and curve
+(:mod:`.sweep`), what the canvas column shows (:mod:`.display`), the jobs and results passed to and from the
+engine thread (:mod:`.jobs`), replays (:mod:`.replay`) and the history (:mod:`.history_store`). The Qt
+window (gui/) binds widgets to the session and draws its events. Contracts in pyproject.toml keep Qt and
+tensor code out of this package.
 """

@@ -1,6 +1,6 @@
 """The job queue's rules: one job runs at a time, the rest wait in order; Cancel stops the running job
 between two decoding steps (its ``cancel_event``) and takes waiting ones off the queue; a Compare's two
-halves are cancelled together. ``gui/job_queue.py`` hands the worker the job :meth:`QueueState.take_next`
+halves are cancelled together. The session (:mod:`.session`) hands the engine the job :meth:`QueueState.take_next`
 gives it and reports each job's end back."""
 
 from __future__ import annotations
