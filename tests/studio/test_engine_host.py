@@ -178,6 +178,20 @@ def test_a_failed_load_raises_leaves_nothing_loaded_and_the_next_load_works(tiny
     assert host.holds(tiny)
 
 
+def test_a_failure_after_the_weights_loaded_leaves_nothing_half_loaded(tiny):
+    host = EngineHost()
+
+    def refuse(info):
+        raise RuntimeError("the listener broke")
+
+    with pytest.raises(RuntimeError, match="the listener broke"):
+        host.load(tiny, on_ready=refuse)
+    assert host.pipeline is None and not host.holds(tiny)
+    heard = Heard()
+    host.load(tiny, heard.status, heard.ready)  # loaded again, not reused
+    assert heard.of("status") == WARM_UP and host.holds(tiny)
+
+
 def test_a_job_on_a_model_that_fails_to_load_raises_and_the_next_job_runs(tiny, defaults, tmp_path):
     host = host_for(tiny)
     with pytest.raises(CheckpointError, match="not a model folder"):

@@ -121,14 +121,14 @@ class EngineHost:
             if self.warm:
                 # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
                 pipe.warm_up(on_status)
-        except BaseException:
+            self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
+            on_ready(self.info())  # ready eagerly: compiled steps follow in the background
+            self.steps.model_loaded(pipe)  # a compile started there says so itself
+            if not self.steps.compiling:
+                self._say_steps()  # e.g. compiling failed earlier this session: the line says why
+        except BaseException:  # whatever failed, nothing half-loaded is reused by the next load
             self.pipeline, self._loaded_spec = None, _NOTHING
             raise
-        self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
-        on_ready(self.info())  # ready eagerly: compiled steps follow in the background
-        self.steps.model_loaded(pipe)  # a compile started there says so itself
-        if not self.steps.compiling:
-            self._say_steps()  # e.g. compiling failed earlier this session: the line says why
         return self.info()
 
     def info(self) -> ModelInfo:
