@@ -6,8 +6,8 @@ import types
 from lantern_studio.engine.conditioners import CaptionSnapper, Conditioner, NamedClasses, Snapper
 from lantern_studio.engine.snap import IdentityConditioner
 from lantern_studio.engine.text import CaptionConditioner, ClassConditioner, HashEncoder
-from lantern_studio.gui.worker import _class_names, _snaps
 from lantern_studio.models.classes import TONES
+from lantern_studio.studio.engine_host import _class_names, _snaps
 
 
 def test_each_conditioner_declares_what_it_can_do_and_accepts_its_warm_prompt():

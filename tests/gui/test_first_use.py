@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QApplication  # noqa: E402
 from lantern_studio.engine.settings import GenerationSettings  # noqa: E402
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.gui import banner as banner_module  # noqa: E402
-from lantern_studio.gui import worker as worker_module  # noqa: E402
+from lantern_studio.studio import engine_host  # noqa: E402
 from lantern_studio.studio.status import MIN_SHOW, StatusQueue  # noqa: E402
 from lantern_studio.studio.display import Studio  # noqa: E402
 from lantern_studio.studio.verdict import busy_words, load_of, verdict_words  # noqa: E402
@@ -160,7 +160,7 @@ class Judge:
 def test_the_stats_say_what_the_recogniser_saw_and_when_the_machine_was_busy(qtbot, tiny, monkeypatch):
     w = open_window(qtbot, tiny)
     w.jobs.worker.pipeline.scorer = Judge()
-    monkeypatch.setattr(worker_module, "_load", lambda: (5.0, 2))
+    monkeypatch.setattr(engine_host, "_load", lambda: (5.0, 2))
     job, r = run_job(qtbot, w, "a cat")
     note = w.stats.run_label.text()
     assert "prompt fidelity 40%" in note and "recognised as cat face, rank 1 of 1,349" in note

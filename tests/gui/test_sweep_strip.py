@@ -133,16 +133,16 @@ def test_esc_stops_the_running_rung_and_takes_the_waiting_ones_off(qtbot, tiny, 
 
 
 def test_with_a_recogniser_the_captions_give_its_verdict_and_the_curve_is_in_fidelity(qtbot, tiny, monkeypatch):
-    from lantern_studio.gui import worker
+    from lantern_studio.studio import engine_host
 
-    real = worker.load_pipeline
+    real = engine_host.load_pipeline
 
     def with_scorer(*args, **kwargs):  # a model folder that ships a recogniser (models/quality.py), faked
         pipe = real(*args, **kwargs)
         pipe.scorer = lambda image, prompt: float(np.asarray(image).mean()) / 255.0
         return pipe
 
-    monkeypatch.setattr(worker, "load_pipeline", with_scorer)
+    monkeypatch.setattr(engine_host, "load_pipeline", with_scorer)
     w = open_window(qtbot, tiny)
     assert w.model_info.has_score
     s = run_sweep(qtbot, w, "delta")

@@ -43,15 +43,15 @@ def record_started(w) -> list:
 def on_steps(monkeypatch, fn) -> None:
     """Call ``fn(job, event)`` in the worker thread at each decoding step of every job, before the step's
     frame is drawn (a slow ``fn`` slows decoding down: room to cancel mid-run)."""
-    from lantern_studio.gui import worker
+    from lantern_studio.studio import engine_host
 
-    real = worker._LiveView.step
+    real = engine_host._LiveView.step
 
     def step(view, ev):
         fn(view.job, ev)
         real(view, ev)
 
-    monkeypatch.setattr(worker._LiveView, "step", step)
+    monkeypatch.setattr(engine_host._LiveView, "step", step)
 
 
 def fake_screen(monkeypatch, width, height, top=27):

@@ -7,7 +7,7 @@ the job queue's order, positions and cancel rules (:mod:`.queue`), the Compare p
 (:mod:`.compare`), the race replay's clock (:mod:`.race`), the trade-off chart's points and axes
 (:mod:`.tradeoff`), Generate ×4's grid (:mod:`.variations`), Sweep δ / k's ladder, rungs and curve
 (:mod:`.sweep`), what the canvas column shows (:mod:`.display`), the jobs and results passed to and from the
-engine thread (:mod:`.jobs`), replays (:mod:`.replay`) and the history (:mod:`.history_store`). The Qt
+engine thread (:mod:`.jobs`), the loaded model and the running of one job (:mod:`.engine_host`), replays (:mod:`.replay`) and the history (:mod:`.history_store`). The Qt
 window (gui/) binds widgets to the session and draws its events. Contracts in pyproject.toml keep Qt and
 tensor code out of this package.
 """

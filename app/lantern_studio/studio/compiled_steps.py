@@ -5,8 +5,8 @@ compile, the measured verdict per family and which pipeline a job decodes with a
 (``engine.compiled_decoding.CompiledDecoding``); this object keeps the choice (``wanted``), turns it
 into the engine's calls, and says in words how a job decodes now (``steps``). The graphs go to a cache
 in the studio's cache folder (``paths.cache_dir() / "compiled"``), so a relaunch loads them. It lives
-in the worker thread (the worker calls it); only ``cancel`` is called from elsewhere (the GUI thread,
-at close). It is Qt-free: the worker turns its callbacks into answers.
+in the engine host's thread (``studio/engine_host.py`` calls it); only ``cancel`` is called from elsewhere
+(the GUI thread, at close). It is Qt-free: the host hands its callbacks on, the Qt worker turns them into answers.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class CompiledSteps:
     """The person's choice of compiled decoding over the engine's :class:`CompiledDecoding` (``decoding``).
 
     ``on_status(message)`` hears the compile's progress ("compiling decode steps… 1/2"); ``on_done()``
-    is called from the compile's thread when it ends (the worker queues ``adopt`` into its own thread)."""
+    is called from the compile's thread when it ends (the Qt worker queues ``adopt`` into its own thread)."""
 
     def __init__(self, on_status: Callable[[str], None], on_done: Callable[[], None]):
         self.on_status = on_status
