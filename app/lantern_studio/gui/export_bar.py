@@ -4,12 +4,17 @@ so the PNG carries the prompt, settings and stats."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Optional
+
 import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from ..export import UPSCALE_FACTORS, upscale
+from ..export import UPSCALE_FACTORS, save_png, slug, upscale
+from ..paths import cache_dir
 from .canvas import to_qimage
 
 # until a person picks another: ×8 with crisp pixels (a 64×64 picture becomes a 512×512 file, each pixel an
@@ -62,3 +67,13 @@ class ExportBar(QWidget):
     def copy_to_clipboard(self, image: np.ndarray) -> None:
         scaled = np.asarray(upscale(image, self.factor_value(), self.method_value()).convert("RGB"))
         QGuiApplication.clipboard().setImage(to_qimage(scaled))
+
+    def drag_png(self, image: np.ndarray, record: Optional[dict]) -> Path:
+        """A PNG to drag out of the window (a fresh folder under the cache's ``drag/``, emptied at close), scaled
+        as Save scales it: with its record, or marked partial."""
+        folder = cache_dir() / "drag"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = slug(record.get("prompt", "lantern")) + ".png" if record else "lantern-partial.png"
+        return save_png(Path(tempfile.mkdtemp(prefix="drag-", dir=folder)) / name, image,
+                        record if record else {"partial": True}, overwrite=True,
+                        factor=self.factor_value(), method=self.method_value())

@@ -8,6 +8,7 @@ trade-off chart, its history row to the gallery, a Compare's ratio to the stats'
 from __future__ import annotations
 
 from ..export import target_forwards
+from ..studio.variations import COUNT as VARIATIONS
 from ..studio.compare import VANILLA
 from ..studio.display import GRID, RACE, SINGLE
 from ..studio.events import FrameShown, JobFinished, JobStarted, JobStopped
@@ -119,3 +120,40 @@ class JobViews:
                 w.canvas.set_status("cancelled at %v / %m tokens" if cancelled else "failed")
         if e.pair is not None and w.studio.race is e.pair:
             w.race.pair_stopped(e.pair)
+
+    # ------------------------------------------------------------------ the variations grid
+    def choose_variation(self, index: int) -> bool:
+        """A click on grid cell ``index``: a finished variation becomes the current picture as a history
+        click makes one (canvas, stats, prompt and seed with New seed each Generate off, replay bar, history
+        selection); a variation still decoding (or stopped) says so and the grid stays."""
+        w = self.w
+        cell = w.studio.choose_variation(index)
+        if cell is None:
+            v = w.studio.variations
+            state = v.cells[index].state if v is not None and 0 <= index < len(v.cells) else "gone"
+            w.statusBar().showMessage(f"Variation {index + 1} is {state}: only a finished one can be chosen", 4000)
+            return False
+        r = cell.result
+        w.controls.set_prompt(cell.job.prompt)
+        w.controls.set_settings(cell.job.settings)
+        self.show_view(SINGLE)
+        w.canvas.show_image(r.image, r.decisions)
+        w.canvas.set_status(f"variation {index + 1} of {VARIATIONS} · %v / %m tokens · "
+                            f"{target_forwards(r.stats['target_forwards'])} target forwards")
+        w.stats.show_record(cell.record, r.decisions, f"Variation {index + 1} of {VARIATIONS} · seed {cell.seed}")
+        w.replay.load(r.recording, r.decisions)
+        if cell.entry_id is not None:
+            w.gallery.select(cell.entry_id)
+        w.variations_view.refresh()
+        w.statusBar().showMessage(f"Variation {index + 1}: “{cell.job.prompt}” (seed {cell.seed})"
+                                  f"{w.keep_seed()}", 8000)
+        return True
+
+    def show_variations(self) -> bool:
+        """⊞ Variations: back to the grid of the latest Generate ×4 (the chosen one stays the current picture)."""
+        w = self.w
+        if not w.studio.show_grid():
+            return False
+        self.show_view(GRID)
+        w.variations_view.refresh()
+        return True

@@ -10,31 +10,28 @@ geometry.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
 from .. import fidelity
 from ..engine.settings import GenerationSettings
-from ..export import save_png, slug, target_forwards
+from ..export import target_forwards
 from ..models import BUNDLED_NAME, TINY_DEMO, model_defaults
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
 from ..studio.display import SINGLE
 from ..studio.events import (
-    JobQueued, ModelFailed, ModelLoading, ModelReady, Notice, QueueChanged, Said, StepsChanged,
+    JobQueued, Notice, QueueChanged, Said,
 )
 from ..studio.history_store import Entry
-from ..studio.jobs import Job, ModelInfo
+from ..studio.jobs import Job
 from ..studio.replay import ReplayError
 from ..studio.session import StudioSession
-from ..studio.tradeoff import MAX_HISTORY_POINTS
-from ..studio.variations import COUNT as VARIATIONS
 from ..studio.variations import VariationSet
 from .about_dialog import show_about
 from .controls import OPEN_FOLDER
@@ -42,6 +39,7 @@ from .engine_thread import EngineThread
 from .help_dialog import show_how_it_works
 from .history import ask_user
 from .job_views import JobViews
+from .model_views import ModelViews
 from .storage import Preferences, app_data_dir
 from .sweep_control import SweepControl
 from .window_layout import WindowLayout
@@ -59,7 +57,7 @@ class MainWindow(WindowLayout):
         self.jobs = EngineThread(self)
         self.session = StudioSession.opened(data, self.jobs, self.prefs)
         self.jobs.answer_to(self.session)
-        self._banner_topic = ""
+        self.banner_topic = ""
         self._closed = False
         # injectable dialogs (tests replace them)
         self.confirm: Callable[[str, str], bool] = lambda title, text: ask_user(self, title, text)
@@ -69,6 +67,7 @@ class MainWindow(WindowLayout):
         self._build_actions()
         self._connect()
         self.views_of_jobs = JobViews(self)
+        self.model_views = ModelViews(self)
         self.sweeps = SweepControl(self)  # Generate ▸ Sweep δ / k and its strip: it hears events after the window
         self._restore(model)
         self.jobs.load(self.session.model_spec)
@@ -158,10 +157,6 @@ class MainWindow(WindowLayout):
         ev = self.session.events
         ev.subscribe(QueueChanged, lambda _e: self.queue_view.update_from(self.studio.queue))
         ev.subscribe(JobQueued, self._queued)
-        ev.subscribe(ModelLoading, self._model_loading)
-        ev.subscribe(ModelReady, self._model_ready)
-        ev.subscribe(StepsChanged, self._steps_changed)
-        ev.subscribe(ModelFailed, self._model_failed)
         ev.subscribe(Notice, lambda n: self.show_error(n.text, n.topic, n.level, self._model_actions()
                                                        if "model" in n.actions else ()))
         ev.subscribe(Said, self._say)
@@ -193,15 +188,7 @@ class MainWindow(WindowLayout):
         self.race.set_overlay(p.overlay)
         self.variations_view.set_overlay(p.overlay)
         self.export_bar.set_choice(p.export_factor, p.export_method)
-        geom = self.prefs.get_bytes("geometry")
-        if isinstance(geom, QByteArray) and not geom.isEmpty() and self.restoreGeometry(geom):
-            self._fit_on_screen()
-        else:  # the first start (or a damaged saved geometry): a size that fits this screen
-            self._first_placement()
-        for key, split in (("split_top", self.top_split), ("split_main", self.main_split)):
-            state = self.prefs.get_bytes(key)
-            if isinstance(state, QByteArray) and not state.isEmpty():
-                split.restoreState(state)
+        self.restore_placement(self.prefs)
 
     def save_preferences(self) -> None:
         p = self.session.prefs
@@ -211,10 +198,7 @@ class MainWindow(WindowLayout):
         p.export_factor, p.export_method = self.export_bar.factor_value(), self.export_bar.method_value()
         p.new_seed_each_generate = self.controls.new_seed.isChecked()
         self.session.remember()
-        self.prefs.set_bytes("geometry", self.saveGeometry())
-        if not self.narrow:  # the three columns' widths and the history strip's height (a narrow window's tabs
-            self.prefs.set_bytes("split_top", self.top_split.saveState())  # have none worth keeping)
-            self.prefs.set_bytes("split_main", self.main_split.saveState())
+        self.save_placement(self.prefs)
         self.prefs.sync()
 
     def closeEvent(self, event):  # noqa: N802
@@ -242,7 +226,7 @@ class MainWindow(WindowLayout):
 
     # ------------------------------------------------------------------ banner / status
     def show_error(self, text: str, topic: str = "", level: str = "error", actions=()) -> None:
-        self._banner_topic = topic
+        self.banner_topic = topic
         self.banner.show_message(text, level, actions)
         self.statusBar().showMessage(text.split("\n")[0], 8000)
 
@@ -311,42 +295,6 @@ class MainWindow(WindowLayout):
         """Help ▸ How LANTERN works: the drafter and the target, k and δ, the overlay's colours, what exact means."""
         self.how_it_works = show_how_it_works(self)
 
-    def _model_loading(self, e: ModelLoading) -> None:
-        self.status_model.setText(e.message)
-        self.statusBar().queue("Loading model…" if e.started else f"Getting the model ready: {e.message}")
-        if not e.started and self.session.queue.busy:
-            self.canvas.set_status(f"Generate is queued: waiting for the model ({e.message})")
-
-    def _model_ready(self, e: ModelReady) -> None:
-        info = e.info
-        self.controls.set_model_info(info)
-        if not self.session.settings_chosen:
-            self.controls.set_settings(info.defaults)
-        self.chart.set_quality_available(info.has_score)
-        if e.changed:  # this model's runs: the saved ones (a restart keeps the chart), then this session's
-            self.chart.clear()
-            runs = self.session.chart_history(info.name, MAX_HISTORY_POINTS)
-            self.chart.add_records((r.record, f"history: “{r.prompt}” (seed {r.settings.get('seed')})") for r in runs)
-        self.setWindowTitle(info.name)  # Qt appends the application's display name: "emoji-64 — Lantern Studio"
-        self._show_steps(info, "")
-        self.statusBar().queue(f"Model {info.name} ready", 4000)
-        if self._banner_topic == "model":
-            self.banner.dismiss()
-
-    def _show_steps(self, info: ModelInfo, doing: str) -> None:
-        self.status_model.setText(info.status_text(doing))
-        self.status_model.setToolTip(f"{info.status_text(doing)}\n{info.status_tip()}")
-
-    def _steps_changed(self, e: StepsChanged) -> None:
-        """The background compile moved on or ended: the status line says how steps run now."""
-        self._show_steps(e.info, e.doing)
-        if e.compiled_now:
-            self.statusBar().queue("Decode steps compiled: the next Generate runs them", 6000)
-
-    def _model_failed(self, e: ModelFailed) -> None:
-        self.controls.set_model_failed(e.message)
-        self.status_model.setText("no model")
-
     # ------------------------------------------------------------------ generating
     def request(self) -> Optional[tuple]:
         """The prompt and settings as the controls hold them, checked (None: a banner says what is wrong);
@@ -356,7 +304,7 @@ class MainWindow(WindowLayout):
         if settings is None:
             return None
         self.controls.remember_prompt(prompt.strip())
-        if self._banner_topic == "input":
+        if self.banner_topic == "input":
             self.banner.dismiss()
         return prompt, settings
 
@@ -416,9 +364,9 @@ class MainWindow(WindowLayout):
         self.controls.set_prompt(prompt)
         self.controls.set_settings(settings)
         self.statusBar().showMessage(f"Loaded the settings of “{prompt}” (seed {settings.seed}) from the chart"
-                                     f"{self._keep_seed()}", 8000)
+                                     f"{self.keep_seed()}", 8000)
 
-    def _keep_seed(self) -> str:
+    def keep_seed(self) -> str:
         """A picture's seed was put back (a history click, a chart point): New seed each Generate goes off so
         that Generate redraws that picture; what the status line adds to say so."""
         if not self.controls.new_seed.isChecked():
@@ -428,38 +376,10 @@ class MainWindow(WindowLayout):
 
     # ------------------------------------------------------------------ the variations grid
     def choose_variation(self, index: int) -> bool:
-        """A click on grid cell ``index``: a finished variation becomes the current picture as a history
-        click makes one (canvas, stats, prompt and seed with New seed each Generate off, replay bar, history
-        selection); a variation still decoding (or stopped) says so and the grid stays."""
-        cell = self.studio.choose_variation(index)
-        if cell is None:
-            v = self.studio.variations
-            state = v.cells[index].state if v is not None and 0 <= index < len(v.cells) else "gone"
-            self.statusBar().showMessage(f"Variation {index + 1} is {state}: only a finished one can be chosen", 4000)
-            return False
-        r = cell.result
-        self.controls.set_prompt(cell.job.prompt)
-        self.controls.set_settings(cell.job.settings)
-        self.views_of_jobs.show_view(SINGLE)
-        self.canvas.show_image(r.image, r.decisions)
-        self.canvas.set_status(f"variation {index + 1} of {VARIATIONS} · %v / %m tokens · "
-                               f"{target_forwards(r.stats['target_forwards'])} target forwards")
-        self.stats.show_record(cell.record, r.decisions, f"Variation {index + 1} of {VARIATIONS} · seed {cell.seed}")
-        self.replay.load(r.recording, r.decisions)
-        if cell.entry_id is not None:
-            self.gallery.select(cell.entry_id)
-        self.variations_view.refresh()
-        self.statusBar().showMessage(f"Variation {index + 1}: “{cell.job.prompt}” (seed {cell.seed})"
-                                     f"{self._keep_seed()}", 8000)
-        return True
+        return self.views_of_jobs.choose_variation(index)
 
     def show_variations(self) -> bool:
-        """⊞ Variations: back to the grid of the latest Generate ×4 (the chosen one stays the current picture)."""
-        if not self.studio.show_grid():
-            return False
-        self.views_of_jobs.show_view("grid")
-        self.variations_view.refresh()
-        return True
+        return self.views_of_jobs.show_variations()
 
     # ------------------------------------------------------------------ history
     def restore_entry(self, e: Entry) -> None:
@@ -474,7 +394,7 @@ class MainWindow(WindowLayout):
         self.canvas.show_image(image, e.decisions)
         self.stats.show_record(e.record, e.decisions, f"From the history · seed {e.settings.get('seed')}")
         self.replay.load(recording, e.decisions if recording is not None else None)
-        self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')}){self._keep_seed()}", 8000)
+        self.statusBar().showMessage(f"Restored “{e.prompt}” (seed {e.settings.get('seed')}){self.keep_seed()}", 8000)
 
     # ------------------------------------------------------------------ export
     def _ask_save_path(self, suggested: str) -> Optional[str]:
@@ -510,22 +430,13 @@ class MainWindow(WindowLayout):
         """A PNG for dragging out: the finished image with its record, else the partial picture; scaled as
         Save scales it (the export bar's factor and filter: ×8 crisp until a person picks another)."""
         if self.finished_image is not None and self.studio.canvas_finished:
-            return self._drag_png(self.finished_image, self.finished_record)
-        return self._drag_png(self.canvas.image, None) if self.canvas.image is not None else None
+            return self.export_bar.drag_png(self.finished_image, self.finished_record)
+        return self.export_bar.drag_png(self.canvas.image, None) if self.canvas.image is not None else None
 
     def _drag_lane_file(self, side: str) -> Optional[Path]:
         """Dragging a race lane out: that half's finished picture, else its partial one."""
         done = self.studio.show_lane_result(side)
         if done is not None:
-            return self._drag_png(done.image, done.record)
+            return self.export_bar.drag_png(done.image, done.record)
         image = self.race.lanes[side].image
-        return self._drag_png(image, None) if image is not None else None
-
-    def _drag_png(self, image: np.ndarray, record: Optional[dict]) -> Path:
-        folder = cache_dir() / "drag"
-        folder.mkdir(parents=True, exist_ok=True)
-        name = slug(record.get("prompt", "lantern")) + ".png" if record else "lantern-partial.png"
-        return save_png(Path(tempfile.mkdtemp(prefix="drag-", dir=folder)) / name, image,
-                        record if record else {"partial": True}, overwrite=True,
-                        factor=self.export_bar.factor_value(), method=self.export_bar.method_value())
-
+        return self.export_bar.drag_png(image, None) if image is not None else None

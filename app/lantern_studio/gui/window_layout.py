@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QByteArray, QRect, QSize, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QMainWindow, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget, QToolButton, QVBoxLayout, QWidget,
@@ -259,3 +259,20 @@ class WindowLayout(QMainWindow):
         if (x, y) != (self.x(), self.y()):
             self.move(x, y)
 
+    def restore_placement(self, prefs) -> None:
+        """The saved geometry (fitted to this screen) and splitter sizes; a first start's placement else."""
+        geom = prefs.get_bytes("geometry")
+        if isinstance(geom, QByteArray) and not geom.isEmpty() and self.restoreGeometry(geom):
+            self._fit_on_screen()
+        else:  # the first start (or a damaged saved geometry): a size that fits this screen
+            self._first_placement()
+        for key, split in (("split_top", self.top_split), ("split_main", self.main_split)):
+            state = prefs.get_bytes(key)
+            if isinstance(state, QByteArray) and not state.isEmpty():
+                split.restoreState(state)
+
+    def save_placement(self, prefs) -> None:
+        prefs.set_bytes("geometry", self.saveGeometry())
+        if not self.narrow:  # the three columns' widths and the history strip's height (a narrow window's tabs
+            prefs.set_bytes("split_top", self.top_split.saveState())  # have none worth keeping)
+            prefs.set_bytes("split_main", self.main_split.saveState())
