@@ -9,8 +9,8 @@ frames (``lantern_studio`` functions; Qt, torch and the standard library are not
 
 * in the GUI thread, the stack at the call of ``--handoff`` (the function that hands the job to the engine
   thread) during the click;
-* in the thread that decodes, the stack at the first call of a function of ``engine/model.py`` (the
-  forward), with that function.
+* in the thread that decodes, the stack at the first call of the target's forward (``Runner.prefill`` /
+  ``step``, or a bare ``Transformer``'s ``forward``), with that call.
 
 A hop is one of those frames; it prints both chains and the totals (hops, distinct files) as JSON.
 """
@@ -48,26 +48,29 @@ def _chain(frame) -> list:
     return out[::-1]
 
 
-def _wrap_model_functions(seen) -> None:
-    """Every function defined in engine/model.py calls ``seen(its caller's frame, its own name)`` first."""
-    import functools  # noqa: PLC0415 - a script's helper
+FORWARDS = {"engine.runner": ("prefill", "step"), "engine.model": ("forward", "forward_cached")}
 
-    from lantern_studio.engine import model  # noqa: PLC0415
+
+def _wrap_forwards(seen) -> None:
+    """The target's forward, as the decode loop calls it (the fast path's ``Runner.prefill`` / ``step``, or a
+    bare ``Transformer``'s ``forward``): each calls ``seen(its caller's frame, "file:its name")`` first."""
+    import functools  # noqa: PLC0415 - a script's helper
+    import importlib  # noqa: PLC0415
 
     def wrapped(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            seen(sys._getframe(1), fn.__qualname__)
+            seen(sys._getframe(1), f"{fn.__module__.split('.', 1)[1].replace('.', '/')}.py:{fn.__qualname__}")
             return fn(*args, **kwargs)
         return call
 
-    for cls in vars(model).values():
-        if isinstance(cls, type) and cls.__module__ == model.__name__:
-            for name, fn in list(vars(cls).items()):
-                if callable(fn) and getattr(fn, "__module__", None) == model.__name__ and not name.startswith("__"):
-                    setattr(cls, name, wrapped(fn))
-                elif name in ("__call__",):
-                    setattr(cls, name, wrapped(fn))
+    for module_name, names in FORWARDS.items():
+        module = importlib.import_module(f"lantern_studio.{module_name}")
+        for cls in vars(module).values():
+            if isinstance(cls, type) and cls.__module__ == module.__name__:
+                for name in names:
+                    if name in vars(cls):
+                        setattr(cls, name, wrapped(vars(cls)[name]))
 
 
 def main(argv=None) -> int:
@@ -116,9 +119,9 @@ def main(argv=None) -> int:
         print(json.dumps({"error": "the model did not load", "status": w.status_model.text()}))
         return 1
     # the thread that decodes is a QThread: a profiler set there does not outlive one call into Python, so the
-    # forward is caught by wrapping every function of engine/model.py instead (each records its caller's stack)
-    _wrap_model_functions(lambda frame, callee: found.setdefault("engine", _chain(frame) + [f"engine/model.py:{callee}"])
-                          if armed.is_set() else None)
+    # forward is caught by wrapping it instead (it records its caller's stack)
+    _wrap_forwards(lambda frame, callee: found.setdefault("engine", _chain(frame) + [callee])
+                   if armed.is_set() else None)
     sys.setprofile(profile)
     armed.set()
     w.controls.set_prompt("a red heart")

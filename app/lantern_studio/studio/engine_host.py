@@ -181,7 +181,9 @@ class EngineHost:
         if self.steps.steps != before:
             self._say_steps()
         warm = self._warm(pipe, job) if job.warm else None
-        result = self._decode(pipe, job, on_frame)
+        view = _LiveView(self, pipe, job, on_frame)
+        done = pipe.generate(job.prompt, job.settings, on_event=view.step, should_stop=job.cancel_event.is_set)
+        result = self._result(pipe, job, view, done)
         if result is not None:
             result.warm_seconds = warm
         return result
@@ -198,9 +200,10 @@ class EngineHost:
                 break
         return time.perf_counter() - t
 
-    def _decode(self, pipe, job: Job, on_frame: Callable[[Frame], None]) -> Optional[JobResult]:
-        view = _LiveView(self, pipe, job, on_frame)
-        result = pipe.generate(job.prompt, job.settings, on_event=view.step, should_stop=job.cancel_event.is_set)
+    @staticmethod
+    def _result(pipe, job: Job, view: "_LiveView", result) -> Optional[JobResult]:
+        """The decode's end as the studio keeps it: the last frame sent, the recogniser's verdict; None when
+        it was cancelled."""
         ev = view.event
         if result.cancelled or ev is None or not ev.done:
             if ev is not None and (view.shown is None or view.shown.n_fixed != ev.n_fixed):

@@ -104,8 +104,8 @@ class StudioSession:
             return None
 
     def _queued(self, jobs: List[Job], said: str = "") -> None:
+        """A request's jobs are in the queue (and the first handed to the engine, when none ran): say so."""
         self.settings_chosen = True  # what ran is what the controls hold
-        self._dispatch()
         self.events.publish(JobQueued(tuple(jobs), self.loading))
         if said:
             self.events.publish(Said(said, 10000))
@@ -116,6 +116,7 @@ class StudioSession:
         if s is None:
             return None
         job = self.display.submit(prompt.strip(), s, self.model_spec)
+        self._dispatch()
         waits = f"#{job.id} queued: the model is still getting ready ({self.loading})" if self.loading else ""
         self._queued([job], waits)
         return job
@@ -130,6 +131,7 @@ class StudioSession:
                                        "drafter first.", topic="input", level="info"))
             return None
         pair = self.display.submit_compare(prompt.strip(), s, self.model_spec, self.decode_path())
+        self._dispatch()
         self._queued([pair.vanilla.job, pair.lantern.job])
         return pair.vanilla.job, pair.lantern.job
 
@@ -140,6 +142,7 @@ class StudioSession:
             return None
         seeds = self.display.variation_seeds(draw)
         v = self.display.submit_variations(prompt.strip(), s, self.model_spec, seeds)
+        self._dispatch()
         waits = f" · waiting for the model ({self.loading})" if self.loading else ""
         self._queued([c.job for c in v.cells], f"Generate ×4 queued: seeds {', '.join(map(str, seeds))}{waits}")
         return v
@@ -156,6 +159,7 @@ class StudioSession:
         has_score = bool(self.model_info is not None and self.model_info.has_score)
         sweep = self.display.submit_sweep(axis, prompt.strip(), s, ladder(axis, s, self.vocab), self.model_spec,
                                           has_score, self.decode_path())
+        self._dispatch()
         self._queued(list(sweep.jobs))
         return sweep
 
