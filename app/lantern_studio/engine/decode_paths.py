@@ -26,6 +26,7 @@ from typing import Callable, Optional
 
 import torch
 
+from . import decode_method
 from .files import atomic_write
 
 VANILLA, SPECULATIVE = "vanilla", "speculative"
@@ -37,8 +38,9 @@ VERDICTS_FILE = "decode-paths.json"
 
 
 def family_of(settings) -> str:
-    """The family a job's settings decode in."""
-    return VANILLA if settings.drafter == "none" else SPECULATIVE
+    """The step shapes a job's settings decode with: vanilla's one token a step, or a speculative method's
+    verify widths (every method but vanilla: DecodeMethod says which a job is)."""
+    return VANILLA if decode_method.DecodeMethod.of(settings).family == decode_method.VANILLA else SPECULATIVE
 
 
 @dataclass(frozen=True)
