@@ -403,8 +403,8 @@ class MainWindow(WindowLayout):
 
     def save_as(self, path: Optional[str] = None) -> Optional[Path]:
         """Save the finished image (``path`` skips the file dialog; an existing file is then confirmed here)."""
-        if self.finished_image is None:
-            return self.session.save_png(Path("."), 1, "nearest")  # it says there is nothing to export
+        if not self.session.exportable():
+            return None
         confirmed = path is None  # the file dialog asks about overwriting
         if path is None:
             path = self.ask_save_path(str(Path.home() / self.session.suggested_name()))

@@ -337,13 +337,18 @@ class StudioSession:
         record = self.display.finished.record if self.display.finished is not None else {}
         return f"{slug(record.get('prompt', 'lantern'))}.png"
 
-    def save_png(self, target: Path, factor: int, method: str) -> Optional[Path]:
-        """The finished picture (with its record) as a PNG at ``target``; None after a Notice says why not."""
-        done = self.display.finished
-        if done is None:
+    def exportable(self) -> bool:
+        """Whether there is a finished picture to export; a Notice says so when there is none."""
+        if self.display.finished is None:
             self.events.publish(Notice("Nothing to export yet: generate an image or pick one from the history.",
                                        level="info"))
+        return self.display.finished is not None
+
+    def save_png(self, target: Path, factor: int, method: str) -> Optional[Path]:
+        """The finished picture (with its record) as a PNG at ``target``; None after a Notice says why not."""
+        if not self.exportable():
             return None
+        done = self.display.finished
         try:
             save_png(target, done.image, done.record, overwrite=True, factor=factor, method=method)
         except (ExportError, ValueError) as e:
