@@ -219,3 +219,17 @@ def test_recent_models_are_newest_first_and_bounded():
         p.remember_model(f"/m/{i}")
     p.remember_model("/m/5")
     assert p.recent_models[:2] == ["/m/5", "/m/11"] and len(p.recent_models) == 8
+
+
+def test_a_damaged_lantern_profile_is_one_warning_and_the_model_still_loads(session):
+    from dataclasses import replace
+
+    session.heard.clear()
+    problem = "lantern_profile.json: schema must be 'lantern-studio-profile/1', got 'x'; the sliders' measured notes are left out"
+    session.on_model_ready(replace(info(name="other"), profile_problem=problem))
+    notes = of(session, ev.Notice)
+    assert [(n.text, n.level, n.topic) for n in notes] == [(problem, "warning", "model")]
+    assert session.model_info.name == "other" and of(session, ev.ModelReady)
+    session.heard.clear()
+    session.on_model_ready(replace(info(name="other"), profile_problem=problem))  # the same model again: said once
+    assert not of(session, ev.Notice)

@@ -127,6 +127,7 @@ class ControlsPanel(QWidget):
         self._vocab: Optional[int] = None
         self._defaults = GenerationSettings()
         self._tokens: Optional[int] = None  # image tokens of the loaded model (grid²)
+        self._profile = None  # the loaded model's measured LANTERN profile (set_model_info)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 10, 0, 10)  # no right margin: the settings' own scroll bar sits there
         lay.setSpacing(10)
@@ -359,9 +360,28 @@ class ControlsPanel(QWidget):
                              ("delta_decay", self.delta_decay), ("lam", self.lam)):
             widget.setEnabled(name in knobs)  # which settings the method reads: engine/decode_method.py
         tip = tt.DELTA_STEP if self.bound.currentData() == "step" else tt.DELTA
-        self.delta.setToolTip(tip)
-        self.guarantee.setToolTip(tip)
-        self.guarantee.setText(self._guarantee_text())
+        profile = self._measured_profile()
+        settings = self.settings()
+        k_more, delta_more = (("", "") if profile is None else
+                              (profile.describe("k", settings), profile.describe("delta", settings)))
+        self.k.setToolTip(tt.K + (f"\n\n{k_more}" if k_more else ""))
+        self.delta.setToolTip(tip + (f"\n\n{delta_more}" if delta_more else ""))
+        self.guarantee.setToolTip(tip + (f"\n\n{delta_more}" if delta_more else ""))
+        # the slider's number turns to a warning from the rung where this model's pictures break
+        self.k.set_warning_from(profile.breaks_at("k") if profile else None)
+        self.delta.set_warning_from(profile.breaks_at("delta") if profile else None)
+        measured = "" if profile is None else " ".join(
+            t for t in (profile.at("delta", settings.delta), profile.at("k", settings.k)
+                        if profile.breaks_at("k") is not None and settings.k >= profile.breaks_at("k") else "") if t)
+        self.guarantee.setText(self._guarantee_text() + (f"\n{measured}" if measured else ""))
+
+    def _measured_profile(self):
+        """The loaded model's measured LANTERN profile where it speaks to these settings (LANTERN's own bound,
+        a drafter, the profile's drafter), else None."""
+        p = self._profile
+        if p is None or self.bound.currentData() not in (None, "lantern") or self.drafter.currentData() in (None, "none"):
+            return None
+        return p
 
     def _guarantee_text(self) -> str:
         """What the current settings promise, in words (the tooltip says more)."""
@@ -525,6 +545,7 @@ class ControlsPanel(QWidget):
         self.model_chosen.emit(spec)
 
     def set_model_info(self, info: ModelInfo) -> None:
+        self._profile = info.profile  # models/lantern_profile.py: where the sliders break this model's pictures
         self._vocab = info.vocab_size
         self._tokens = info.grid * info.grid
         self._defaults = info.defaults

@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QSlider, QSpinBox, QWidget
 
 STEPS = 1000
+WARNING_STYLE = "QAbstractSpinBox { color: #d9534f; font-weight: bold; }"
 
 
 class MappedSlider(QWidget):
@@ -26,6 +27,7 @@ class MappedSlider(QWidget):
         self.slider.setRange(0, STEPS)
         self.spin = spin
         self.to_value, self.to_pos = to_value, to_pos
+        self._warn_from = None  # from this value on, the number is shown as a warning (set_warning_from)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(8)
@@ -41,16 +43,32 @@ class MappedSlider(QWidget):
         self.spin.blockSignals(True)
         self.spin.setValue(value)
         self.spin.blockSignals(False)
+        self._show_warning()
         self.valueChanged.emit(self.value())
 
     def _from_spin(self, value) -> None:
         self.slider.blockSignals(True)
         self.slider.setValue(self.to_pos(value))
         self.slider.blockSignals(False)
+        self._show_warning()
         self.valueChanged.emit(self.value())
 
     def value(self):
         return self.spin.value()
+
+    def set_warning_from(self, value) -> None:
+        """From ``value`` on (None: never) the number is shown as a warning: where the loaded model's
+        pictures break (models/lantern_profile.py)."""
+        self._warn_from = value
+        self._show_warning()
+
+    def warning(self) -> bool:
+        return self._warn_from is not None and self.value() >= self._warn_from
+
+    def _show_warning(self) -> None:
+        want = WARNING_STYLE if self.warning() else ""
+        if self.spin.styleSheet() != want:
+            self.spin.setStyleSheet(want)
 
     def setValue(self, value) -> None:
         self.spin.setValue(value)

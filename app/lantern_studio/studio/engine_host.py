@@ -33,6 +33,7 @@ import numpy as np
 
 from ..engine.conditioners import NamedClasses, Snapper
 from ..models import load_pipeline
+from ..models.lantern_profile import read_profile
 from .compiled_steps import CompiledSteps
 from .jobs import UNFILLED, Frame, Job, JobResult, ModelInfo
 from .replay import Recording
@@ -136,12 +137,13 @@ class EngineHost:
         p = self.pipeline
         folder = p.source.folder
         snaps = _snaps(p)
+        profile, problem = read_profile(folder)
         return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
                          p.scorer is not None, str(folder) if folder is not None else None,
                          p.precision, _class_names(p), p.conditioner.match if snaps else None,
                          tuple(p.conditioner.offered_styles) if snaps else (),
                          p.conditioner.default_style if snaps else "", _style_previews(p) if snaps else None,
-                         self.steps.steps)
+                         self.steps.steps, profile, problem or "")
 
     # ------------------------------------------------------------------ compiled steps
     def set_compiled(self, on: bool) -> None:

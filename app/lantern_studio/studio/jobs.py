@@ -79,6 +79,10 @@ class ModelInfo:
     style_previews: Optional[dict] = None  # style → preview PNG path
     # how decode steps run: "eager", "compiled", or why compiling failed (then they run eagerly)
     steps: str = "eager"
+    # the model's measured LANTERN profile (models/lantern_profile.py: where the sliders break its pictures),
+    # or None; ``profile_problem``: why a damaged lantern_profile.json was left out
+    profile: Optional[object] = field(default=None, compare=False, repr=False)
+    profile_problem: str = ""
 
     def steps_text(self, doing: str = "") -> str:
         """The status line's end for how steps run: "" (eager), " · compiled", " · eager (compiling

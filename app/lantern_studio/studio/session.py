@@ -227,6 +227,8 @@ class StudioSession:
         self.events.publish(QueueChanged())
         self.events.publish(ModelReady(info, changed))
         self.settings_chosen = True
+        if changed and info.profile_problem:  # the model loads; only the sliders' measured notes are missing
+            self.events.publish(Notice(info.profile_problem, topic="model", level="warning"))
 
     def on_model_failed(self, spec, message: str) -> None:
         self.queue.loading = None

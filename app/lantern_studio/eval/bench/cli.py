@@ -17,10 +17,12 @@ from ...engine.precision import PrecisionError, name as precision_name, native_b
 from ...engine.settings import SettingsError
 from ...engine.text import PromptError
 from ...models import load_pipeline
+from ...models.lantern_profile import PROFILE_FILE, write_profile
 from ...reports import machine_info
 from ...threads import configure_decode_threads
 from ..floor import step_vs_floor
 from ..width_cost import COMPILED_WIDTHS, cost_curve, describe as describe_windows, window_picks
+from .ladder import describe as describe_ladder, profile as lantern_profile
 from .methods import method_grid, select_methods, with_compiled_twins
 from .prompts import choose_prompts
 from .quality import load_dataset_quietly, load_quality
@@ -72,6 +74,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--style", default=None,
                    help="a class model's art style for every method: a style's name, 'any' (one per seed), or '' "
                         "(the model's default; the default)")
+    p.add_argument("--write-profile", action="store_true",
+                   help="keep the δ and k ladders of this run (the LANTERN rows at the default k, or at the default "
+                        "δ, exact as rung 0) in the model folder as lantern_profile.json: the studio's sliders then "
+                        "say what each rung did on this model and where its pictures break")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -171,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
             pipe.with_precision(p).with_compiled_steps(COMPILED_WIDTHS), prompts[0], COMPILED_WIDTHS)}
             for p in vanilla_precisions]
     report["window_picks"] = window_picks(report["methods"], report["width_cost"])
+    report["lantern_profile"] = lantern_profile(report)
     notes = list(report["quality"]["notes"])
     load = report["load_average"]["start"]
     cores = os.cpu_count() or 1
@@ -217,6 +224,22 @@ def run(args: argparse.Namespace) -> int:
             used = r.get("compiled_share")
             print(f"{r['name']}: compiled steps {'used for ' + format(used, '.0%') + ' of forwards' if used is not None else 'not used'}"
                   f" (compiled in {r.get('compile_seconds') or 0:.1f} s{'; ' + r['compiled_note'] if r.get('compiled_note') else ''})")
+    for lad in ((report["lantern_profile"] or {}).get("ladders") or {}).values():
+        for line in describe_ladder(lad):
+            print(line)
+    if getattr(args, "write_profile", False):
+        if report["lantern_profile"] is None:
+            print("error: --write-profile: this run has no ladder (run exact and LANTERN at the default k with "
+                  "several δ, e.g. --methods 'exact-jacobi*' 'lantern-jacobi-k64-*')", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if folder is None:
+            print("error: --write-profile: the model has no folder to keep the profile in", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        try:
+            files["profile"] = str(write_profile(folder, report["lantern_profile"]))
+        except OSError as e:
+            print(f"error: --write-profile: writing {Path(folder) / PROFILE_FILE} failed: {e}", file=sys.stderr)
+            return 1
     for note in report["notes"]:
         print(f"note: {note}")
     for kind, path in files.items():

@@ -1,0 +1,76 @@
+"""The k and δ sliders say what each measured rung did on the loaded model and where its pictures break
+(models/lantern_profile.py, written by `bench --write-profile`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lantern_studio.engine.settings import GenerationSettings
+from lantern_studio.gui.controls import ControlsPanel
+from lantern_studio.models.lantern_profile import parse_profile
+from lantern_studio.studio.jobs import ModelInfo
+
+PROFILE = {
+    "schema": "lantern-studio-profile/1", "measured": "2026-12-03", "machine": "test cpu", "images": 32,
+    "sampling": {"temperature": 0.5, "top_k": 10, "top_p": 1.0},
+    "ladders": {
+        "delta": {"fixed": {"k": 64}, "vanilla_fidelity": 0.69, "break_drop": 0.1, "breaks_at": 1.0, "rungs": [
+            {"delta": 0.0, "tokens_per_forward": 2.91, "relaxed_share": 0.0, "fidelity": 0.66, "fidelity_change": -0.03},
+            {"delta": 0.2, "tokens_per_forward": 2.90, "relaxed_share": 0.0, "fidelity": 0.66, "fidelity_change": -0.03},
+            {"delta": 1.0, "tokens_per_forward": 3.29, "relaxed_share": 0.39, "fidelity": 0.12, "fidelity_change": -0.56},
+        ]},
+    },
+}
+
+
+def _panel(qtbot) -> ControlsPanel:
+    c = ControlsPanel()
+    qtbot.addWidget(c)
+    return c
+
+
+def _info(profile=None):
+    d = GenerationSettings(temperature=0.5, top_k=10, drafter="jacobi", k=64, delta=0.2)
+    return ModelInfo(None, "m", 4, 1024, ("jacobi",), d, False, profile=profile)
+
+
+def test_the_delta_slider_warns_from_where_this_models_pictures_break(qtbot):
+    c = _panel(qtbot)
+    try:
+        _check_warning(c)
+    finally:
+        c.match_line.shutdown()  # its matcher thread ends with the panel
+
+
+def _check_warning(c):
+    c.set_model_info(_info(parse_profile(PROFILE)))
+    c.set_settings(_info().defaults)
+    assert "On this model (measured 2026-12-03, k 64, T 0.5 / top-k 10, 32 images)" in c.delta.toolTip()
+    assert "Pictures break from δ 1" in c.delta.toolTip()
+    assert "Measured on this model at δ 0.2 (k 64): 2.90 tokens/forward" in c.guarantee.text()
+    assert not c.delta.warning() and c.delta.spin.styleSheet() == ""
+    c.delta.setValue(1.0)
+    assert c.delta.warning() and c.delta.spin.styleSheet()
+    assert "⚠ On this model pictures break from δ 1" in c.guarantee.text()
+    c.delta.setValue(0.5)  # back below: the warning goes
+    assert not c.delta.warning() and c.delta.spin.styleSheet() == "" and "⚠" not in c.guarantee.text()
+    c.temperature.setValue(1.0)  # sampled otherwise than measured: the tooltip says the figures may not hold
+    assert "other sampling settings" in c.delta.toolTip()
+
+
+def test_without_a_profile_or_outside_lantern_the_sliders_say_nothing_measured(qtbot):
+    c = _panel(qtbot)
+    try:
+        _check_silent(c)
+    finally:
+        c.match_line.shutdown()
+
+
+def _check_silent(c):
+    c.set_model_info(_info(None))
+    c.set_settings(replace(_info().defaults, delta=1.0))
+    assert "On this model" not in c.delta.toolTip() and "Measured" not in c.guarantee.text()
+    assert not c.delta.warning()
+    c.set_model_info(_info(parse_profile(PROFILE)))
+    c.set_settings(replace(_info().defaults, delta=1.0, bound="lantern++", lam=2.0))  # another bound: no ladder
+    assert "On this model" not in c.delta.toolTip() and not c.delta.warning()
