@@ -45,7 +45,7 @@ def test_the_delta_slider_warns_from_where_this_models_pictures_break(qtbot):
 def _check_warning(c):
     c.set_model_info(_info(parse_profile(PROFILE)))
     c.set_settings(_info().defaults)
-    assert "On this model (measured 2026-12-03, k 64, T 0.5 / top-k 10, 32 images)" in c.delta.toolTip()
+    assert "On this model (measured 2026-12-03, k 64, T 0.5 / top-k 10, 32 images; recognised:" in c.delta.toolTip()
     assert "Pictures break from δ 1" in c.delta.toolTip()
     assert "Measured on this model at δ 0.2 (k 64): 2.90 tokens/forward" in c.guarantee.text()
     assert not c.delta.warning() and c.delta.spin.styleSheet() == ""

@@ -113,7 +113,8 @@ class LanternProfile:
         sym = "δ" if knob == "delta" else "k"
         other = f"k {lad.fixed:g}" if knob == "delta" else f"δ {lad.fixed:g}"
         lines = [f"On this model (measured {self.measured}, {other}, {self.sampling_text()}"
-                 + (f", {self.images} images" if self.images else "") + "):"]
+                 + (f", {self.images} images" if self.images else "")
+                 + "; recognised: the judge's top 5 holds what was asked):"]
         for r in lad.rungs:
             tpf = "—" if r.tokens_per_forward is None else f"{r.tokens_per_forward:.2f}"
             fid = "—" if r.fidelity is None else f"{r.fidelity:.0%}"
