@@ -120,6 +120,17 @@ def test_vocabulary_from_dataset_rows_under_a_repertoire_rule():
     grown = core.grown([r for r in v.identities if r["name"] == "piñata"])
     assert [r["name"] for r in grown.identities] == ["dog face", "thumbs up", "piñata"]
     assert "piñata" not in [r["name"] for r in grown.outside]
+    # a new art set: its style is appended after the old ones (no old index moves), and an identity already in
+    # the vocabulary lists it when the new rows give it that style
+    google_only = vocabulary_from_meta([m for m in meta if m["style"] == "google"], "everyday")
+    assert google_only.styles == ["google"] and google_only.identities[0]["styles"] == ["google"]
+    wider = google_only.grown(v.identities, styles=v.styles)
+    assert wider.styles == ["google", "twitter"]
+    assert [r["name"] for r in wider.identities] == ["dog face", "thumbs up", "piñata"]
+    assert wider.identities[0]["styles"] == ["google", "twitter"] and wider.identities[1]["styles"] == ["google"]
+    assert class_rows(meta, wider) == [[0, 0, 0], [0, 1, 0], [1, 0, 5], None, [2, 1, 0]]
+    assert google_only.grown(v.identities).styles == ["google"]  # no styles given: none appended
+    assert google_only.grown(v.identities).identities[0]["styles"] == ["google"]
     with pytest.raises(ValueError, match="unknown rule 'famous'"):
         vocabulary_from_meta(meta, "famous")
 

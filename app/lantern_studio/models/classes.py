@@ -80,12 +80,22 @@ class ClassVocabulary:
         first = str(words).split(",")[0].strip()
         return self.tones.index(first) + 1 if first in self.tones else 0
 
-    def grown(self, extra_rows: Iterable[dict]) -> "ClassVocabulary":
-        """This vocabulary with identities appended (old indices unchanged); rows already present are skipped."""
+    def grown(self, extra_rows: Iterable[dict], styles: Iterable[str] = ()) -> "ClassVocabulary":
+        """This vocabulary with identities appended (old indices unchanged); rows already present are skipped.
+        ``styles``: art styles appended after this vocabulary's own (old style indices unchanged too); an
+        identity already here then also lists the appended styles ``extra_rows`` give it."""
+        extra = list(extra_rows)
+        style_list = list(self.styles) + [s for s in dict.fromkeys(styles) if s not in self.styles]
+        appended = set(style_list[len(self.styles):])
+        by_id = {r["identity"]: r for r in extra}
         have = self.identity_index()
-        new = [r for r in extra_rows if r["identity"] not in have]
+        old = []
+        for r in self.identities:
+            more = [s for s in by_id.get(r["identity"], {}).get("styles", ()) if s in appended and s not in r["styles"]]
+            old.append({**r, "styles": [*r["styles"], *more]} if more else r)
+        new = [r for r in extra if r["identity"] not in have]
         added = {r["identity"] for r in new}
-        return ClassVocabulary(list(self.identities) + new, list(self.styles), list(self.tones),
+        return ClassVocabulary(old + new, style_list, list(self.tones),
                                [r for r in self.outside if r["identity"] not in added])
 
     def to_json(self) -> str:

@@ -140,10 +140,11 @@ def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24
 
 def grown_vocabulary(meta: list, repertoire: str, grow_from: Path):
     """The class vocabulary of a model trained before (identities.json beside its weights) with the
-    identities ``repertoire`` adds appended: every old class keeps its row."""
+    identities ``repertoire`` adds appended, and the data's art styles it did not have (a new emoji set):
+    every old class and style keeps its row."""
     old = read_vocabulary(grow_from.parent / "identities.json", *styles_tones_of(grow_from))
-    new = vocabulary_from_meta(meta, repertoire, styles=old.styles)
-    return old.grown(new.identities)
+    new = vocabulary_from_meta(meta, repertoire)
+    return old.grown(new.identities, styles=new.styles)
 
 
 def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,
