@@ -97,6 +97,15 @@ def test_the_same_check_rejects_a_model_trained_on_shuffled_labels(tmp_path):
     assert classes_reproduced(mutant) < 7
 
 
+def test_the_same_command_trains_the_same_weights_whatever_ran_before(tmp_path, trained):
+    """--seed decides a run's first weights and its dropout draws, not torch's global generator as other code
+    left it (the mutant: before this, the statistical test above failed about one run in eight)."""
+    torch.rand(17)  # something else used the global generator first
+    again = _train(tmp_path, _prepared(shuffle_labels=False))
+    for (name, a), b in zip(trained.state_dict().items(), again.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
 def test_vocabulary_from_dataset_rows_under_a_repertoire_rule():
     meta = [
         {"identity": "A", "name": "dog face", "style": "google", "subgroup": "animal-mammal", "skin_tone": None,

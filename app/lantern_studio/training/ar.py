@@ -572,6 +572,9 @@ def build_trainer(args, prep: Prep, run: Path, group, log, resumed: dict | None)
     if resumed is not None and resumed["extra"].get("objective", "nll") != args.objective:
         raise TrainingError(f"{run / CHECKPOINT_NAME}: was trained with --objective "
                             f"{resumed['extra'].get('objective', 'nll')}; use another --run folder")
+    # a new run's first weights and the draws its model makes while training (the condition's dropout) follow
+    # --seed, not whatever used torch's global generator before: the same command trains the same weights
+    torch.manual_seed(args.seed + group.rank)
     model = Transformer(margs)
     start_step = 0 if resumed is not None else initialise(model, args, prep, log)
     device = torch.device(args.device)
