@@ -370,14 +370,18 @@ class ControlsPanel(QWidget):
         # the slider's number turns to a warning from the rung where this model's pictures break
         self.k.set_warning_from(profile.breaks_at("k") if profile else None)
         self.delta.set_warning_from(profile.breaks_at("delta") if profile else None)
-        measured = "" if profile is None else " ".join(
-            t for t in (profile.at("delta", settings.delta), profile.at("k", settings.k)
-                        if profile.breaks_at("k") is not None and settings.k >= profile.breaks_at("k") else "") if t)
-        self.guarantee.setText(self._guarantee_text() + (f"\n{measured}" if measured else ""))
+        # under the sliders: what the current δ gave on this model; k only once it is where pictures break
+        measured = []
+        if profile is not None:
+            measured.append(profile.at("delta", settings.delta))
+            if self.k.warning():
+                measured.append(profile.at("k", settings.k))
+        measured_text = " ".join(t for t in measured if t)
+        self.guarantee.setText(self._guarantee_text() + (f"\n{measured_text}" if measured_text else ""))
 
     def _measured_profile(self):
-        """The loaded model's measured LANTERN profile where it speaks to these settings (LANTERN's own bound,
-        a drafter, the profile's drafter), else None."""
+        """The loaded model's measured LANTERN profile where it speaks to these settings (LANTERN's own bound
+        and a drafter), else None."""
         p = self._profile
         if p is None or self.bound.currentData() not in (None, "lantern") or self.drafter.currentData() in (None, "none"):
             return None

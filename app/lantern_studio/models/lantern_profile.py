@@ -50,6 +50,15 @@ class Ladder:
     break_drop: float
     vanilla_fidelity: Optional[float]
 
+    @property
+    def symbol(self) -> str:
+        return "δ" if self.knob == "delta" else "k"
+
+    @property
+    def fixed_text(self) -> str:
+        """The other knob at its measured value, as the texts name it ("k 64", "δ 0.2")."""
+        return f"k {self.fixed:g}" if self.knob == "delta" else f"δ {self.fixed:g}"
+
 
 @dataclass(frozen=True)
 class LanternProfile:
@@ -85,8 +94,7 @@ class LanternProfile:
         lad = self.ladders.get(knob)
         if lad is None:
             return ""
-        sym = "δ" if knob == "delta" else "k"
-        other = f"k {lad.fixed:g}" if knob == "delta" else f"δ {lad.fixed:g}"
+        sym, other = lad.symbol, lad.fixed_text
         if lad.breaks_at is not None and value >= lad.breaks_at:
             worst = next(r for r in lad.rungs if r.value == lad.breaks_at)
             seen = "" if worst.fidelity is None else f": recognised {worst.fidelity:.0%}"
@@ -110,8 +118,7 @@ class LanternProfile:
         lad = self.ladders.get(knob)
         if lad is None:
             return ""
-        sym = "δ" if knob == "delta" else "k"
-        other = f"k {lad.fixed:g}" if knob == "delta" else f"δ {lad.fixed:g}"
+        sym, other = lad.symbol, lad.fixed_text
         lines = [f"On this model (measured {self.measured}, {other}, {self.sampling_text()}"
                  + (f", {self.images} images" if self.images else "")
                  + "; recognised: the judge's top 5 holds what was asked):"]
