@@ -41,6 +41,7 @@ from .common import atomic_torch_save, cosine_lr, write_json
 from .data import identity_weights, short_caption
 from .jitter import KINDS as JITTER_KINDS, Jitter
 from .errors import TrainingError
+from .growth import grown_state, needs_growth
 from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
 from .loop import CHECKPOINT_NAME, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
 from .step import optimizer_step
@@ -612,7 +613,7 @@ def initialise(model: Transformer, args, prep: Prep, log) -> int:
     if args.init_from:
         # A new machine has no optimizer checkpoint (it stays outside git); continue
         # from the committed fp16 weights with a fresh optimizer at --start-step.
-        load_state_strict(model, pad_style_rows(load_gpt(args.init_from).state_dict(), model, log), args.init_from)
+        load_state_strict(model, pad_style_rows(initial_state(model, args, log), model, log), args.init_from)
         log(f"initialised from {args.init_from}; schedule continues at step {args.start_step}")
         return args.start_step
     if args.grow_from:
@@ -620,6 +621,20 @@ def initialise(model: Transformer, args, prep: Prep, log) -> int:
     elif args.warm_start:
         warm_start(model, args.warm_start, log)
     return 0
+
+
+def initial_state(model: Transformer, args, log) -> dict:
+    """The weights of ``--init-from``, grown wider or deeper (training/growth.py) where the run asks a larger
+    model than they are."""
+    small = load_gpt(args.init_from)
+    if not needs_growth(small.config, model.config):
+        return small.state_dict()
+    state = grown_state(small, model.config, torch.Generator().manual_seed(args.seed))
+    c, b = small.config, model.config
+    log(f"grown from {args.init_from}: dim {c.dim} → {b.dim}, heads {c.n_head} → {b.n_head}, layers {c.n_layer} → "
+        f"{b.n_layer} ({sum(t.numel() for t in small.state_dict().values()) / 1e6:.2f} M → "
+        f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters), computing what it computed")
+    return state
 
 
 def grow(model: Transformer, grow_from: Path, prep: Prep, seed: int, log) -> None:
