@@ -725,7 +725,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--length", type=int, default=24, help="caption tokens in the prefix")
     p.add_argument("--init-from", default=None, help="start from these weights (e.g. the shipped gpt.safetensors) "
-                   "when the run folder has no checkpoint")
+                   "when the run folder has no checkpoint; a smaller class model is grown to --dim/--heads/--layers "
+                   "computing what it computed (same head size)")
     p.add_argument("--start-step", type=int, default=0, help="with --init-from: the step the weights were taken at")
     p.add_argument("--condition", choices=("caption", "class"), default="caption",
                    help="caption: text-conditional (sentence-encoder tokens); class: factorised (identity, style, "
