@@ -129,3 +129,20 @@ def test_a_model_offers_only_the_styles_it_was_trained_to_draw():
         IdentityConditioner(enc, CLASSES, STYLES, TONES, vec, default_style="google", offered_styles=["fluent-flat"])
     with pytest.raises(ValueError, match="offered style 'crayon'"):
         IdentityConditioner(enc, CLASSES, STYLES, TONES, vec, offered_styles=["crayon"])
+
+
+def test_a_model_taught_any_may_ship_it_as_its_default_and_never_lists_it_as_a_named_style():
+    """Model v5 teaches a learned "any" row (train ar --style-dropout): its folder may name "any" the default,
+    so a plain prompt draws the model's own choice of design, while a named style still pins; a model without
+    the row cannot default to it."""
+    enc = HashEncoder(512)
+    vec = enc.pooled([r["name"] for r in CLASSES])
+    taught = [*STYLES, "any"]
+    c = IdentityConditioner(enc, CLASSES, taught, TONES, vec, default_style="any")
+    assert c.offered_styles == STYLES  # "any" is a setting of its own, not one more named style
+    assert c("a dog").match.style == "any" and c("red heart").match.style == "any"
+    assert c("a dog", GenerationSettings(style="twitter")).match.style == "twitter"
+    plain = IdentityConditioner(enc, CLASSES, taught, TONES, vec)
+    assert plain("a dog").match.style == "google"  # the first named style, never the "any" row by default
+    with pytest.raises(ValueError, match="default style 'any' needs a model taught"):
+        IdentityConditioner(enc, CLASSES, STYLES, TONES, vec, default_style="any")

@@ -68,3 +68,17 @@ def test_the_style_selector_lists_only_the_styles_the_model_offers(qtbot, tmp_pa
     w = open_window(qtbot, folder)
     box = w.controls.match_line.style_box
     assert [box.itemData(i) for i in range(box.count())] == ["", "any", "b"]
+
+
+def test_a_model_that_defaults_to_any_says_so_and_lists_any_once(qtbot, tmp_path):
+    import json
+
+    folder = tiny_v3_folder(tmp_path / "model")
+    man = json.loads((folder / "model.json").read_text())
+    man["conditioning"]["styles"] = ["a", "any"]  # a model taught the style "any" (train ar --style-dropout)
+    man["conditioning"]["default_style"] = "any"
+    (folder / "model.json").write_text(json.dumps(man))
+    w = open_window(qtbot, folder)
+    box = w.controls.match_line.style_box
+    assert [box.itemData(i) for i in range(box.count())] == ["", "any", "a"]
+    assert box.itemText(0) == "default (any design)" and box.currentIndex() == 0

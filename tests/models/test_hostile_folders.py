@@ -264,10 +264,17 @@ def test_a_factorised_folder_whose_lists_do_not_fit_its_tables_is_refused(tmp_pa
                                               r"\(4, 2, 5\)"):
         load_pipeline(str(folder))
     man["conditioning"]["styles"] = ["a", "b"]
-    man["conditioning"]["default_style"] = "crayon"
+    for bad in ("crayon", "any"):  # "any" only for a model taught it (a style row of that name)
+        man["conditioning"]["default_style"] = bad
+        (folder / "model.json").write_text(json.dumps(man))
+        with pytest.raises(CheckpointError, match="default_style"):
+            load_pipeline(str(folder))
+    man["conditioning"]["styles"] = ["a", "any"]
+    man["conditioning"]["default_style"] = "any"
     (folder / "model.json").write_text(json.dumps(man))
-    with pytest.raises(CheckpointError, match="default_style"):
-        load_pipeline(str(folder))
+    assert load_pipeline(str(folder)).conditioner("#1").match.style == "any"
+    man["conditioning"]["styles"] = ["a", "b"]
+    (folder / "model.json").write_text(json.dumps(man))
     (folder / "identities.json").write_text('{"classes": ' + "[" * 100000 + "]" * 100000 + "}")
     _rehash(folder)
     man = json.loads((folder / "model.json").read_text())

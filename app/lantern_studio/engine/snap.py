@@ -112,12 +112,17 @@ class IdentityConditioner:
         self.tones = list(tones)
         if not self.identities or not self.styles:
             raise ValueError("an identity conditioner needs at least one identity and one style")
-        self.offered_styles = list(offered_styles) if offered_styles else list(self.styles)
+        # the learned "any" row is a setting of its own, never a named style
+        self.offered_styles = [s for s in (offered_styles or self.styles) if s != ANY_STYLE]
         unknown = [s for s in self.offered_styles if s not in self.styles]
         if unknown:
             raise ValueError(f"offered style {unknown[0]!r} is not one of {', '.join(self.styles)}")
+        if not self.offered_styles:
+            raise ValueError("an identity conditioner needs at least one named style")
         self.default_style = default_style or self.offered_styles[0]
-        if self.default_style not in self.offered_styles:
+        if self.default_style == ANY_STYLE and ANY_STYLE not in self.styles:
+            raise ValueError("default style 'any' needs a model taught the style 'any' (train ar --style-dropout)")
+        if self.default_style not in self.offered_styles and self.default_style != ANY_STYLE:
             raise ValueError(f"default style {self.default_style!r} is not one of {', '.join(self.offered_styles)}")
         self.vectors = _check_vectors(vectors, len(self.identities), "vectors")
         self.tag_vectors = _check_vectors(tag_vectors, len(self.identities), "tag_vectors")
@@ -167,8 +172,9 @@ class IdentityConditioner:
         return self._ranked(v / v.norm().clamp(min=1e-8), n)
 
     def style_for(self, identity: int, style: str, seed: int) -> str:
-        """The style drawn: ``style`` by name (an offered one), the default ("" — or, when the identity
-        has no art in it, its first offered style, else its first style), or "any" (one of the
+        """The style drawn: ``style`` by name (an offered one), the default ("" — the model's default style,
+        which may be its learned "any"; when the identity has no art in it, its first offered style, else its
+        first style), or "any" (one of the
         identity's offered styles, chosen by the seed; the model's own learned "any" where it has one)."""
         if not isinstance(style, str):
             raise SettingsError("style", f"must be a style name, got {type(style).__name__}")
@@ -179,6 +185,8 @@ class IdentityConditioner:
                 return ANY_STYLE
             return random.Random(seed).choice([s for s in have if s in offered] or offered)
         if style == DEFAULT_STYLE:
+            if self.default_style == ANY_STYLE:  # a model that ships "any" as its default: its learned row
+                return ANY_STYLE
             if self.default_style in have or not have:
                 return self.default_style
             return next((s for s in offered if s in have), have[0])

@@ -139,7 +139,8 @@ class MatchLine(QWidget):
         keep = self.style()
         self.style_box.clear()
         if fn is not None:
-            pretty = default_style.replace("-", " ") if default_style else "model's choice"
+            pretty = ("any design" if default_style == ANY_STYLE else default_style.replace("-", " ")
+                      if default_style else "model's choice")
             self.style_box.addItem(f"default ({pretty})", DEFAULT_STYLE)
             self.style_box.addItem("any (one per seed)", ANY_STYLE)
             for s in styles:

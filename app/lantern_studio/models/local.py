@@ -115,8 +115,10 @@ def read_manifest(folder) -> dict:
         if not (isinstance(offered, list) and offered and all(isinstance(n, str) and n in cond["styles"]
                                                               for n in offered)):
             raise _bad(folder, '"conditioning.offered_styles" must be a non-empty list of its styles')
-        if cond.get("default_style") is not None and cond["default_style"] not in offered:
-            raise _bad(folder, f'"conditioning.default_style" {cond["default_style"]!r} is not one of its offered styles')
+        default = cond.get("default_style")
+        if default is not None and default not in offered and not (default == "any" and "any" in cond["styles"]):
+            raise _bad(folder, f'"conditioning.default_style" {default!r} is not one of its offered styles (or '
+                               f'"any" for a model taught it)')
         snap = cond.get("snap")
         if not (isinstance(snap, dict) and isinstance(snap.get("vectors"), str)):
             raise _bad(folder, '"conditioning.snap" must be {"vectors": FILE}')
