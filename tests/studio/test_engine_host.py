@@ -234,3 +234,37 @@ def test_stress_a_cancel_at_a_random_moment_ends_a_job_whole_or_with_none_never_
             assert whole(result, 8) and finals == [len(frames) - 1] and frames[-1].n_fixed == 64
             np.testing.assert_array_equal(frames[-1].image, result.image)
     print(f"{cancelled} of 30 cancelled")
+
+
+def test_the_model_folders_lantern_profile_is_read_once_at_each_load(tmp_path, monkeypatch):
+    """info() carries the folder's measured ladder (or the one line naming what is wrong with it), read when the
+    model loads: asking info() again reads nothing (the window asks it on every compile step), a damaged file
+    written while the model is loaded waits for the next load."""
+    import json
+
+    from lantern_studio.models import lantern_profile
+    from lantern_studio.studio import engine_host
+
+    folder = build_tiny_model_dir(tmp_path / "tiny")
+    lantern_profile.write_profile(folder, {
+        "schema": "lantern-studio-profile/1", "measured": "2026-12-03", "images": 4,
+        "sampling": {"temperature": 0.5, "top_k": 10, "top_p": 1.0},
+        "ladders": {"delta": {"fixed": {"k": 64}, "vanilla_fidelity": 0.5, "break_drop": 0.1, "breaks_at": None,
+                              "rungs": [{"delta": 0.0, "tokens_per_forward": 2.0, "relaxed_share": 0.0,
+                                         "fidelity": 0.5, "fidelity_change": 0.0}]}}})
+    reads = []
+    real = engine_host.read_profile
+    monkeypatch.setattr(engine_host, "read_profile", lambda f: reads.append(f) or real(f))
+    host = EngineHost()
+    host.warm = False
+    info = host.load(str(folder))
+    assert info.profile is not None and info.profile.measured == "2026-12-03" and info.profile_problem == ""
+    for _ in range(5):
+        assert host.info().profile == info.profile
+    assert len(reads) == 1
+    (folder / "lantern_profile.json").write_text(json.dumps({"schema": "x"}))
+    assert host.info().profile == info.profile  # the loaded model's, until it loads again
+    host.pipeline = None  # the next load reads the folder again
+    again = host.load(str(folder))
+    assert again.profile is None and again.profile_problem.startswith("lantern_profile.json: ")
+    assert "\n" not in again.profile_problem and len(reads) == 2

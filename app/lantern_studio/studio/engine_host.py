@@ -92,6 +92,7 @@ class EngineHost:
         self.pipeline = None
         self.spec: Optional[str] = None
         self._loaded_spec = _NOTHING
+        self._profile = (None, "")  # the loaded model's lantern_profile.json, read once per load
         self.max_fps = MAX_FPS
         self.warm = True  # warm the text encoder, neighbour table and decode path before saying ready
         self._threads_set = False
@@ -123,6 +124,7 @@ class EngineHost:
                 # what the first Generate would otherwise pay for (~10 s for the text encoder on a CPU)
                 pipe.warm_up(on_status)
             self.pipeline, self._loaded_spec, self.spec = pipe, spec, spec
+            self._profile = read_profile(pipe.source.folder)
             on_ready(self.info())  # ready eagerly: compiled steps follow in the background
             self.steps.model_loaded(pipe)  # a compile started there says so itself
             if not self.steps.compiling:
@@ -137,7 +139,7 @@ class EngineHost:
         p = self.pipeline
         folder = p.source.folder
         snaps = _snaps(p)
-        profile, problem = read_profile(folder)
+        profile, problem = self._profile
         return ModelInfo(self.spec, p.name, p.grid, p.vocab_size, tuple(p.drafters), p.defaults,
                          p.scorer is not None, str(folder) if folder is not None else None,
                          p.precision, _class_names(p), p.conditioner.match if snaps else None,
