@@ -48,10 +48,12 @@ def _check_warning(c):
     assert "On this model (measured 2026-12-03, k 64, T 0.5 / top-k 10, 32 images; recognised:" in c.delta.toolTip()
     assert "Pictures break from δ 1" in c.delta.toolTip()
     assert "Measured on this model at δ 0.2 (k 64): 2.90 tokens/forward" in c.guarantee.text()
+    assert c.guarantee.text().startswith("Sampled drafts")  # no warning: what the setting promises comes first
     assert not c.delta.warning() and c.delta.spin.styleSheet() == ""
     c.delta.setValue(1.0)
     assert c.delta.warning() and c.delta.spin.styleSheet()
-    assert "⚠ On this model pictures break from δ 1" in c.guarantee.text()
+    assert c.guarantee.text().startswith("⚠ On this model pictures break from δ 1")  # first: seen unscrolled
+    assert "Sampled drafts" in c.guarantee.text()
     c.delta.setValue(0.5)  # back below: the warning goes
     assert not c.delta.warning() and c.delta.spin.styleSheet() == "" and "⚠" not in c.guarantee.text()
     c.temperature.setValue(1.0)  # sampled otherwise than measured: the tooltip says the figures may not hold

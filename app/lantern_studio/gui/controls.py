@@ -377,7 +377,10 @@ class ControlsPanel(QWidget):
             if self.k.warning():
                 measured.append(profile.at("k", settings.k))
         measured_text = " ".join(t for t in measured if t)
-        self.guarantee.setText(self._guarantee_text() + (f"\n{measured_text}" if measured_text else ""))
+        lines = [self._guarantee_text(), measured_text]
+        if self.k.warning() or self.delta.warning():
+            lines.reverse()  # the warning first, where a short window shows it without scrolling
+        self.guarantee.setText("\n".join(t for t in lines if t))
 
     def _measured_profile(self):
         """The loaded model's measured LANTERN profile where it speaks to these settings (LANTERN's own bound
