@@ -14,7 +14,20 @@
 # LR (1e-3), GROW_FROM (gpu-pack/warm.safetensors: the shipped model, its classes kept and the pack's new ones
 # added; "none" to start from scratch). The default size is the shipped one: it decodes at the same speed on a
 # user's CPU, and the GPU's ten minutes give it the many epochs two cores cannot. A bigger model (LAYERS=8 DIM=384:
-# ~15 M parameters, ~30 MB in fp16; resources/ holds at most 60 MB) starts from scratch (GROW_FROM=none).
+# ~15 M parameters, ~30 MB in fp16; resources/ holds at most 60 MB) starts from scratch (GROW_FROM=none), or from
+# smaller weights grown to that size (INIT_FROM=FILE: `train ar --init-from`, which grows a smaller class model
+# so that it computes what it computed; GROW_FROM=none with it).
+# Flags after RUN_DIR / OUT_DIR go to `train ar` as they are: a run's own recipe. Model v5's long run (H2: every
+# art set, pixel-noise copies with mixture targets, substituted contexts, style "any"), for example:
+#     V5="--data DATA/emoji64-v5 --grow-from resources/models/emoji-64/gpt.safetensors --jitter pixel \
+#         --jitter-copies 2 --style-dropout 0.3 --shifts none"
+#     packaging/gpu/train_v3_gpu.sh pack RUNS/v5-H2 $V5          # reuses the run's prepared.pt (copies included)
+#     GROW_FROM=none INIT_FROM=snapshots/emoji-64-ar-v5-H2-step2752.safetensors LR=3e-4 \
+#       packaging/gpu/train_v3_gpu.sh train OUT --shifts none --jitter pixel --jitter-copies 2 --copy-targets \
+#       --neighbour-k 8 --substitute 0.15 --style-dropout 0.3 --vq resources/models/emoji-64/vq.safetensors
+#   (the pack holds the copies; the tokenizer only gives the substitution its neighbour table). Checked on this
+#   project's CPU machine with DEVICE=cpu STEPS=3: the pack (16.4 MiB) from H2's run, and 3 steps from H2's
+#   snapshot at held-out NLL 1.382 (H2's own 1.385 at step 2700).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$here"
@@ -26,7 +39,7 @@ case "$what" in
     grep -qx '/gpu-pack/' .git/info/exclude 2>/dev/null || echo '/gpu-pack/' >> .git/info/exclude
     python3 -m lantern_studio train ar --condition class --repertoire "${REPERTOIRE:-everyday}" \
       --vq "${VQ:-resources/models/emoji-64/vq.safetensors}" --run "$run" --pack-out gpu-pack/pack.pt \
-      ${GROW_FROM:+--grow-from "$GROW_FROM"}
+      ${GROW_FROM:+--grow-from "$GROW_FROM"} "${@:3}"
     for f in gpt.safetensors identities.json model.json; do  # the shipped model: what the GPU run grows from
       cp "${WARM_DIR:-resources/models/emoji-64}/$f" "gpu-pack/${f/gpt.safetensors/warm.safetensors}"
     done
@@ -43,12 +56,13 @@ case "$what" in
           --threads "${THREADS:-4}" --eval-every "${EVAL_EVERY:-500}" --log-every "${LOG_EVERY:-50}"
           --checkpoint-seconds 60)
     if [ "$grow" != none ]; then args+=(--grow-from "$grow"); fi
-    python3 -m lantern_studio train ar "${args[@]}"
+    if [ -n "${INIT_FROM:-}" ]; then args+=(--init-from "$INIT_FROM"); fi
+    python3 -m lantern_studio train ar "${args[@]}" "${@:3}"
     for f in gpt.safetensors metrics.json identities.json log.txt; do cp "$out/run/$f" "$out/"; done
     ls -l "$out"
     ;;
   *)
-    echo "usage: train_v3_gpu.sh pack RUN_DIR | train OUT_DIR" >&2
+    echo "usage: train_v3_gpu.sh pack RUN_DIR [train ar flags] | train OUT_DIR [train ar flags]" >&2
     exit 2
     ;;
 esac

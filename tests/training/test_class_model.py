@@ -240,6 +240,14 @@ def test_a_training_pack_trains_without_the_dataset_and_the_gpu_script_runs_on_c
     assert gpt.config.num_classes == IDENTITIES and gpt.config.dim == 32
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["step"] == 6 and (tmp_path / "out" / "identities.json").read_text() == prep["vocabulary"]
+    # a run's own recipe: flags after OUT_DIR reach train ar; INIT_FROM weights are grown to the asked size
+    done = subprocess.run(["bash", str(script), "train", str(tmp_path / "big"), "--ema", "0.5"], cwd=work,
+                          env=dict(env, DIM="64", HEADS="4", LAYERS="2", INIT_FROM=str(tmp_path / "out" / "gpt.safetensors")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    big = json.loads((tmp_path / "big" / "metrics.json").read_text())
+    assert big["ema"] == 0.5 and big["model_args"]["dim"] == 64 and big["model_args"]["n_layer"] == 2
+    assert "grown from" in (tmp_path / "big" / "log.txt").read_text()
     # growing from a model whose classes the pack does not start with: refused, naming identities.json
     other = tmp_path / "other"
     other.mkdir()
