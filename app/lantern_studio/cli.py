@@ -124,6 +124,7 @@ COMMANDS = (
         Command("validate", ".training.validation", "draw validation classes with a class model and score them"),
         Command("jitter", ".training.jitter",
                 "measure how jittered copies move an image's tokens to latent neighbours"),
+        Command("colours", ".training.colours", "measure how the tokenizer keeps each colour (by hue)"),
     )),
     Command("models", ".commands.models", "list, download and remove models"),
     Command("doctor", ".doctor", "report the environment for bug reports"),
