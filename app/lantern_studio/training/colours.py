@@ -19,10 +19,10 @@ import torch
 
 from ..engine.pipeline import to_uint8
 from ..engine.tokenizer import load_vq
-from ..models.dataset import DatasetError, load_dataset
 from ..paths import data_dir
 from .ar import tokenize_images
-from .errors import TrainingError, command
+from .data import dataset_sample
+from .errors import command
 
 #: hue families by 60° sectors centred on the primaries (red 330–30°, …); "grey" below SATURATED saturation
 HUES = ("red", "orange/yellow", "green", "cyan/teal", "blue", "purple/pink")
@@ -94,14 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 @command
 def run(args) -> int:
-    try:
-        images, _meta, _manifest = load_dataset(args.data)
-    except (DatasetError, FileNotFoundError) as e:
-        raise TrainingError(f"train colours: {e}") from None
-    if not 1 <= args.images <= 8192:
-        raise TrainingError(f"train colours --images: must be in [1, 8192], got {args.images}")
-    pick = np.random.default_rng(args.seed).choice(len(images), size=min(args.images, len(images)), replace=False)
-    sample = np.ascontiguousarray(images[np.sort(pick)])
+    sample = dataset_sample(args.data, args.images, args.seed, "train colours", 8192)
     vq = load_vq(args.vq).float()
     codes = tokenize_images(vq, sample, log=lambda *a: None).long()
     with torch.no_grad():

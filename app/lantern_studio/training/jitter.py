@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from ..engine.tokenizer import load_vq
-from ..models.dataset import DatasetError, load_dataset
 from ..paths import data_dir
+from .data import dataset_sample
 from .errors import TrainingError, command
 
 KINDS = ("global", "pixel")
@@ -133,14 +133,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 @command
 def run(args) -> int:
-    try:
-        images, _meta, _manifest = load_dataset(args.data)
-    except (DatasetError, FileNotFoundError) as e:
-        raise TrainingError(f"train jitter: {e}") from None
-    if not 1 <= args.images <= 4096:
-        raise TrainingError(f"train jitter --images: must be in [1, 4096], got {args.images}")
-    pick = np.random.default_rng(args.seed).choice(len(images), size=min(args.images, len(images)), replace=False)
-    sample = images[np.sort(pick)]
+    sample = dataset_sample(args.data, args.images, args.seed, "train jitter", 4096)
     vq = load_vq(args.vq)
     print(f"{len(sample)} dataset images (seed {args.seed}), one copy of each kind")
     print("| kind | strengths | tokens that change | within 8 / 64 / 256 nearest codes |")
