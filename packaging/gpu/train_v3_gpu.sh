@@ -22,7 +22,7 @@
 #     V5="--data DATA/emoji64-v5 --grow-from resources/models/emoji-64/gpt.safetensors --jitter pixel \
 #         --jitter-copies 2 --style-dropout 0.3 --shifts none"
 #     packaging/gpu/train_v3_gpu.sh pack RUNS/v5-H2 $V5          # reuses the run's prepared.pt (copies included)
-#     GROW_FROM=none INIT_FROM=snapshots/emoji-64-ar-v5-H2-step2752.safetensors LR=3e-4 \
+#     GROW_FROM=none INIT_FROM=snapshots/emoji-64-ar-v5-H2-step12000.safetensors LR=3e-4 \
 #       packaging/gpu/train_v3_gpu.sh train OUT --shifts none --jitter pixel --jitter-copies 2 --copy-targets \
 #       --neighbour-k 8 --substitute 0.15 --style-dropout 0.3 --vq resources/models/emoji-64/vq.safetensors
 #   (the pack holds the copies; the tokenizer only gives the substitution its neighbour table). Checked on this
