@@ -30,7 +30,7 @@ from ..engine.drafters import EagleHead
 from ..engine.draft_heads import KIND as HEADS_KIND, DraftHeads, HeadsConfigError, check_config as check_heads_config
 from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings, SettingsError
-from ..engine.snap import IdentityConditioner
+from ..engine.snap import ANY_STYLE, IdentityConditioner
 from ..engine.text import CaptionConditioner, ClassConditioner, HashEncoder, MiniLMEncoder
 from ..engine.tokenizer import load_vq, save_vq
 from .classes import read_vocabulary
@@ -116,7 +116,7 @@ def read_manifest(folder) -> dict:
                                                               for n in offered)):
             raise _bad(folder, '"conditioning.offered_styles" must be a non-empty list of its styles')
         default = cond.get("default_style")
-        if default is not None and default not in offered and not (default == "any" and "any" in cond["styles"]):
+        if default is not None and default not in offered and not (default == ANY_STYLE and ANY_STYLE in cond["styles"]):
             raise _bad(folder, f'"conditioning.default_style" {default!r} is not one of its offered styles (or '
                                f'"any" for a model taught it)')
         snap = cond.get("snap")

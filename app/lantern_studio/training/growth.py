@@ -36,7 +36,7 @@ def head_dim(cfg: ModelArgs) -> int:
     return cfg.dim // cfg.n_head
 
 
-def check_grows(small: ModelArgs, big: ModelArgs) -> None:
+def check_growable(small: ModelArgs, big: ModelArgs) -> None:
     """The growth this module can make function-preservingly, else one line naming what differs."""
     if small.model_type != "c2i" or big.model_type != "c2i":
         raise TrainingError("train ar --init-from: only class models grow wider or deeper")
@@ -73,7 +73,7 @@ def grown_state(small: Transformer, big_cfg: ModelArgs, generator: torch.Generat
     """The state dict of a ``big_cfg`` model that computes what ``small`` computes (see the module's text).
     Row counts of the prefix's tables (identities, styles, tones) stay the small model's."""
     cfg = small.config
-    check_grows(cfg, big_cfg)
+    check_growable(cfg, big_cfg)
     d, D = cfg.dim, big_cfg.dim
     std = big_cfg.initializer_range
     shrink = math.sqrt(d / D)
