@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lantern_studio.training.colours import hue_family, hue_fidelity, own_codes
+from lantern_studio.training.colours import hue_balance, hue_family, hue_fidelity, own_codes, picture_families
 
 GREEN, BLUE, RED = (30, 160, 60), (30, 60, 200), (220, 30, 30)
 
@@ -19,6 +19,21 @@ def pictures(*colours, size=8):
 def test_hue_families():
     assert [hue_family(np.array(c)) for c in (GREEN, BLUE, RED, (128, 128, 128), (240, 200, 40))] == \
         ["green", "blue", "red", "grey", "orange/yellow"]
+
+
+def test_picture_families_and_the_balance_of_a_rare_hue():
+    blank = np.full((1, 8, 8, 3), 255, np.uint8)
+    families = picture_families(np.concatenate([pictures(GREEN, RED, RED, RED, BLUE), blank]))
+    assert families == ["green", "red", "red", "red", "blue", "blank"]
+    share = lambda w, f: sum(x for x, g in zip(w, families) if g == f)  # noqa: E731
+    as_is = hue_balance(families, 0.0)
+    assert np.allclose(as_is, 1 / 6) and share(as_is, "red") == pytest.approx(0.5)
+    even = hue_balance(families, 1.0)  # every family equally often: the one green as often as the three reds
+    assert all(share(even, f) == pytest.approx(0.25) for f in ("green", "red", "blue", "blank"))
+    half = hue_balance(families, 0.5)
+    assert share(as_is, "green") < share(half, "green") < share(even, "green")
+    with pytest.raises(ValueError, match="alpha"):
+        hue_balance(families, 1.5)
 
 
 def test_a_faithful_round_trip_moves_nothing_and_a_green_to_blue_swap_is_counted():

@@ -151,3 +151,42 @@ def test_decoder_only_keeps_every_token(dataset, tmp_path, capsys):
     images = torch.from_numpy(vq.load_vq_data(dataset).train[:8]).permute(0, 3, 1, 2).float() / 127.5 - 1
     assert torch.equal(a.encode(images), b.encode(images))
     assert json.loads((run / vq.METRICS_NAME).read_text())["decoder_only"] is True
+
+
+def test_hue_balanced_sampling_draws_a_rare_hue_as_often_as_asked(tmp_path, capsys):
+    """4 green pictures among 28 red ones: drawn as the data has them (1/8) without balancing, about half the
+    time at --balance-hues 1. 4,000 draws, seed 0: the share is within 0.03 of each (binomial σ ≤ 0.008), so the
+    unbalanced sampler (the mutant) fails the balanced check and the other way round."""
+    d = tmp_path / "data"
+    d.mkdir()
+    imgs = np.full((36, 16, 16, 3), 255, np.uint8)
+    imgs[:, 4:12, 4:12] = (220, 30, 30)
+    imgs[::9, 4:12, 4:12] = (30, 160, 60)  # rows 0, 9, 18, 27: green
+    np.save(d / "images.npy", imgs)
+    (d / "meta.jsonl").write_text("".join(json.dumps({"split": "heldout" if i % 9 == 1 else "train"}) + "\n"
+                                          for i in range(36)))
+    data = vq.load_vq_data(d)
+    green = torch.tensor([bool(p[8, 8, 1] > 100) for p in data.train])
+    assert int(green.sum()) == 4 and len(data.train) == 32
+    shares = {}
+    for alpha in ("0", "1"):
+        t = vq._Trainer(cli(d, tmp_path / f"run{alpha}", "--balance-hues", alpha), log=lambda *_: None)
+        t.setup(data, None)
+        drawn = torch.cat([t._next_indices(8) for _ in range(500)])
+        shares[alpha] = float(green[drawn].float().mean())
+    assert abs(shares["0"] - 4 / 32) < 0.03, shares
+    assert abs(shares["1"] - 0.5) < 0.03, shares
+
+
+def test_colour_loss_and_balance_train_and_are_recorded(dataset, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert vq.run(cli(dataset, run, "--steps", "3", "--colour-weight", "1", "--balance-hues", "0.5")) == 0
+    metrics = json.loads((run / vq.METRICS_NAME).read_text())
+    assert metrics["colour_weight"] == 1.0 and metrics["balance_hues"] == 0.5
+    assert all(np.isfinite(h["loss"]) for h in metrics["history"] if "loss" in h)
+    assert "hue-balanced sampling (alpha 0.5)" in (run / "log.txt").read_text()
+    capsys.readouterr()
+    for flag, value in (("--balance-hues", "1.5"), ("--colour-weight", "-1")):
+        assert vq.run(cli(dataset, tmp_path / "bad", "--steps", "3", flag, value)) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and flag in err[0]

@@ -42,6 +42,33 @@ def hue_family(rgb: np.ndarray) -> str:
     return "grey" if s < SATURATED else HUES[int(((h + 30.0) % 360.0) // 60.0)]
 
 
+def drawn_pixels(picture: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """A picture's pixels (H·W, 3) as floats and the mask of its drawn (non-white) ones; None when fewer than 16
+    are drawn (a blank picture has no main hue)."""
+    px = picture.reshape(-1, 3).astype(np.float64)
+    drawn = px.sum(1) < WHITE
+    return (px, drawn) if drawn.sum() >= 16 else None
+
+
+def picture_families(images: np.ndarray) -> list[str]:
+    """The hue family of each picture's drawn pixels (N, H, W, 3) uint8; "blank" when nothing is drawn."""
+    out = []
+    for picture in images:
+        d = drawn_pixels(picture)
+        out.append("blank" if d is None else hue_family(d[0][d[1]].mean(0)))
+    return out
+
+
+def hue_balance(families: list[str], alpha: float) -> np.ndarray:
+    """Sampling weights (summing to 1) that draw a picture of hue family f in proportion to count(f)^(1-alpha):
+    alpha 0 samples the data as it is, 1 each family equally often (a rare green as often as the common red)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha {alpha}: must be in [0, 1]")
+    names, inverse, counts = np.unique(np.asarray(families), return_inverse=True, return_counts=True)
+    w = counts[inverse].astype(np.float64) ** -alpha
+    return w / w.sum()
+
+
 def hue_fidelity(originals: np.ndarray, decoded: np.ndarray) -> dict[str, dict]:
     """Pictures (N, H, W, 3) uint8 and their round trip: per hue family of the original's drawn pixels, the
     pictures (n), their mean absolute RGB error, median hue shift and share shifted by more than 30°."""
@@ -49,10 +76,11 @@ def hue_fidelity(originals: np.ndarray, decoded: np.ndarray) -> dict[str, dict]:
         raise ValueError(f"originals {originals.shape} and decoded {decoded.shape} differ in shape")
     out: dict[str, list] = {}
     for o, d in zip(originals, decoded):
-        px_o, px_d = o.reshape(-1, 3).astype(np.float64), d.reshape(-1, 3).astype(np.float64)
-        drawn = px_o.sum(1) < WHITE
-        if drawn.sum() < 16:
+        seen = drawn_pixels(o)
+        if seen is None:
             continue
+        px_o, drawn = seen
+        px_d = d.reshape(-1, 3).astype(np.float64)
         mean_o, mean_d = px_o[drawn].mean(0), px_d[drawn].mean(0)
         shift = abs((hue_of(mean_d)[0] - hue_of(mean_o)[0] + 180.0) % 360.0 - 180.0)
         out.setdefault(hue_family(mean_o), []).append((np.abs(px_o[drawn] - px_d[drawn]).mean(), shift))

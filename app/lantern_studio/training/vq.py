@@ -6,7 +6,11 @@
 * data: a dataset folder with ``images.npy`` ((N, H, W, 3) uint8) and
   ``meta.jsonl`` (one JSON object per row, ``split`` in {"train", "heldout"}).
 * losses: L1 + L2 reconstruction, a cheap image-gradient (edge) L1 term,
-  codebook + commitment (straight-through estimator). No pretrained networks.
+  codebook + commitment (straight-through estimator), and optionally an L1
+  term on each token's mean colour (``--colour-weight``). No pretrained networks.
+* colour balance (``--balance-hues``): pictures drawn by the hue family of
+  their drawn pixels, so a rare hue (green is 2 % of the emoji) gets codes of
+  its own instead of sharing blue's.
 * codebook health: spherical k-means initialisation of the codebook from
   encoder outputs after a short warm-up, then dead-code restarts (codes
   unused for a while are moved onto current encoder outputs, sampled in
@@ -37,6 +41,7 @@ import torch.nn.functional as F
 
 from lantern_studio import paths
 from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, read_vq_args, save_vq
+from .colours import hue_balance, picture_families
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
 from .errors import TrainingError, need
@@ -328,6 +333,15 @@ class _Trainer:
         self.perm = torch.randperm(len(data.train), generator=self.gen)
         self.perm_pos = 0
         self.epoch = 0
+        self.weights = None  # hue-balanced sampling weights, or None for epochs of a shuffled order
+        if a.balance_hues > 0:
+            families = picture_families(data.train)
+            weights = hue_balance(families, a.balance_hues)
+            self.weights = torch.from_numpy(weights)
+            names = sorted(set(families))
+            share = {f: sum(w for w, g in zip(weights, families) if g == f) for f in names}
+            self.log("hue-balanced sampling (alpha %g): %s" % (a.balance_hues, ", ".join(
+                f"{f} {families.count(f) / len(families):.1%} -> {share[f]:.1%}" for f in names)))
         self.amp = _amp_enabled(a.precision, self.device)
 
     def extra_state(self) -> dict[str, Any]:
@@ -362,6 +376,8 @@ class _Trainer:
 
     # -- batches -----------------------------------------------------------
     def _next_indices(self, b: int) -> torch.Tensor:
+        if self.weights is not None:
+            return torch.multinomial(self.weights, b, replacement=True, generator=self.gen)
         out = []
         while b > 0:
             if self.perm_pos >= len(self.perm):
@@ -437,6 +453,9 @@ class _Trainer:
         l1 = (recon - x).abs().mean()
         l2 = (recon - x).pow(2).mean()
         loss = l1 + l2 + info["codebook"] + info["commit"] + info["entropy"]
+        if a.colour_weight > 0:  # each token's mean colour: the hue a person reads off a patch
+            f = self.vq_args.downsample_factor
+            loss = loss + a.colour_weight * (F.avg_pool2d(recon, f) - F.avg_pool2d(x, f)).abs().mean()
         edge = torch.zeros(())
         if a.edge_weight > 0:
             edge = ((recon.diff(dim=-1) - x.diff(dim=-1)).abs().mean()
@@ -489,6 +508,8 @@ class _Trainer:
             "batch": int(self.a.batch),
             "precision": "bf16-autocast" if self.amp else "fp32",
             "decoder_only": bool(self.a.decoder_only),
+            "balance_hues": float(self.a.balance_hues),
+            "colour_weight": float(self.a.colour_weight),
             "init_from": str(self.a.init_from) if self.a.init_from else None,
             "init_steps": self.init_steps,
             "data": str(self.data.path),
@@ -541,6 +562,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-clip", type=float, default=1.0)
     g.add_argument("--edge-weight", type=float, default=0.2, help="weight of the image-gradient L1 loss")
     g.add_argument("--shift", type=int, default=2, help="max random shift in px (white fill; default 2)")
+    g.add_argument("--colour-weight", type=float, default=0.0,
+                   help="weight of an L1 loss on each token's mean colour (default 0: off)")
+    g.add_argument("--balance-hues", type=float, default=0.0,
+                   help="draw pictures by the hue family of their drawn pixels: 0 as the data has them (default), "
+                        "1 every family equally often")
 
     g = parser.add_argument_group("codebook")
     g.add_argument("--kmeans-step", type=int, default=100,
@@ -566,6 +592,8 @@ def _check_args(a: argparse.Namespace) -> None:
     check_loop_arguments(a)
     need(0 <= a.min_lr_ratio <= 1, "--min-lr-ratio", "in [0, 1]", a.min_lr_ratio)
     need(a.shift >= 0, "--shift", ">= 0", a.shift)
+    need(a.colour_weight >= 0, "--colour-weight", ">= 0", a.colour_weight)
+    need(0 <= a.balance_hues <= 1, "--balance-hues", "in [0, 1]", a.balance_hues)
     need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
     need(a.kmeans_batches >= 1, "--kmeans-batches", ">= 1", a.kmeans_batches)
     need(a.kmeans_points >= 1, "--kmeans-points", ">= 1", a.kmeans_points)
