@@ -125,6 +125,7 @@ COMMANDS = (
         Command("jitter", ".training.jitter",
                 "measure how jittered copies move an image's tokens to latent neighbours"),
         Command("colours", ".training.colours", "measure how the tokenizer keeps each colour (by hue)"),
+        Command("retoken", ".training.retoken", "carry an AR model's token rows over to a new tokenizer's codes"),
     )),
     Command("models", ".commands.models", "list, download and remove models"),
     Command("doctor", ".doctor", "report the environment for bug reports"),
