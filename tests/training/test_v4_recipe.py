@@ -154,3 +154,28 @@ def test_the_validate_command_prints_a_row_per_sampling_and_names_a_bad_file_in_
     assert main(["train", "validate", "--gpt", str(tmp_path / "none.safetensors"), "--model", str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: train validate:") and "none.safetensors" in err and err.count("\n") == 1
+
+
+def test_validation_decodes_with_the_tokenizer_the_model_is_taught_on(tmp_path):
+    """A run on a new tokenizer (model v5's keeps green) is judged on pictures its own codes make: the same
+    tokens drawn through another tokenizer's decoder come out different pictures."""
+    from lantern_studio.engine.checkpoints import load_gpt
+    from lantern_studio.engine.tokenizer import VQModel, load_vq, save_vq
+
+    folder, man = _judged_folder(tmp_path)
+    gpt = load_gpt(folder / "gpt.safetensors")
+    vocabulary = (folder / "identities.json").read_text()
+    folder_vq = load_vq(folder / man["vq"])
+    torch.manual_seed(5)
+    other = VQModel(folder_vq.args)
+    save_vq(other, folder_vq.args, tmp_path / "other-vq.safetensors")
+    styles = man["conditioning"]["styles"]
+    plain = SampleValidation(folder, vocabulary, styles, [Sampling.parse("greedy/1.0")], names=2, seeds=1)
+    taught = SampleValidation(folder, vocabulary, styles, [Sampling.parse("greedy/1.0")], names=2, seeds=1,
+                              vq=tmp_path / "other-vq.safetensors")
+    def same(a, b):
+        return all(torch.allclose(t.float(), b.state_dict()[k].float(), atol=1e-3) for k, t in a.state_dict().items())
+
+    assert same(plain.vq, folder_vq) and same(taught.vq, other) and not same(taught.vq, folder_vq)
+    sampling = plain.samplings[0]
+    assert not np.array_equal(plain.draw(gpt, sampling), taught.draw(gpt, sampling))

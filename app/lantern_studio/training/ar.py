@@ -661,7 +661,8 @@ def sample_validation(args, prep: Prep, run: Path) -> SampleValidation:
         samplings = [Sampling.parse(t) for t in args.validate_sampling]
         return SampleValidation(Path(args.validate_model), prep.vocabulary, list(prep.styles), samplings,
                                 names=args.validate_names, seeds=args.validate_seeds, out=run / "validation",
-                                prefer_style=(prep.trained_styles or [None])[0])
+                                prefer_style=(prep.trained_styles or [None])[0],
+                                vq=Path(args.vq) if getattr(args, "vq", None) else None)
     except ValidationError as e:
         raise TrainingError(f"train ar: {e}") from None
 

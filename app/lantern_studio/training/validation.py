@@ -98,10 +98,12 @@ def grid_png(images: np.ndarray, path: Path, scale: int = 2) -> None:
 
 class SampleValidation:
     """Draws the validation classes with the model in training and scores them with a model folder's
-    judge (its tokenizer decodes the tokens; its sampling defaults fill in what a Sampling leaves out)."""
+    judge (its tokenizer decodes the tokens unless the model is taught on another one, ``vq``; its sampling
+    defaults fill in what a Sampling leaves out)."""
 
     def __init__(self, folder: Path, vocabulary_json: str, styles: list[str], samplings: list[Sampling],
-                 names: int = 32, seeds: int = 2, out: Path | None = None, prefer_style: str | None = None):
+                 names: int = 32, seeds: int = 2, out: Path | None = None, prefer_style: str | None = None,
+                 vq: Path | None = None):
         folder = Path(folder)
         try:
             man = json.loads((folder / "model.json").read_text(encoding="utf-8"))
@@ -111,7 +113,7 @@ class SampleValidation:
                                   f"({type(e).__name__}: {e})") from None
         if not samplings:
             raise ValidationError("--validate-sampling: give at least one sampling")
-        self.vq = load_vq(vq_file)
+        self.vq = load_vq(vq or vq_file)
         self.judge = Recogniser.load(judge_file)
         if "identity" not in self.judge.levels:
             raise ValidationError(f"{judge_file}: not an identity judge")
@@ -177,6 +179,7 @@ def add_arguments(p) -> None:
                    "and metrics.json beside it name the classes) or a model folder's")
     p.add_argument("--model", default=None, help="the model folder whose judge, tokenizer and sampling defaults are "
                    "used (default: the bundled model)")
+    p.add_argument("--vq", default=None, help="the tokenizer the model is taught on (default: the model folder's)")
     p.add_argument("--names", type=int, default=48, help="validation classes (default 48)")
     p.add_argument("--seeds", type=int, default=2, help="seeds per class (default 2)")
     p.add_argument("--sampling", nargs="+", default=["0.5/10/2", "0.3/5/1.5"], help="T/K/CFG or greedy/CFG, each drawn")
@@ -195,7 +198,7 @@ def run(args) -> int:
         styles, _tones = styles_tones_of(gpt_path)
         v = SampleValidation(folder, vocabulary, list(styles), [Sampling.parse(t) for t in args.sampling],
                              names=args.names, seeds=args.seeds, out=Path(args.out) if args.out else None,
-                             prefer_style=args.style)
+                             prefer_style=args.style, vq=Path(args.vq) if args.vq else None)
     except (OSError, ValueError, CheckpointError) as e:
         print(f"error: train validate: {e}", file=sys.stderr)
         return 2
