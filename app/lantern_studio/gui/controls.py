@@ -31,6 +31,7 @@ from ..studio.preferences import MAX_PROMPT_HISTORY as MAX_HISTORY
 from .prompt_match import MatchLine
 from .sliders import LogIntSlider, QuadraticSlider
 from .wheel_guard import guard_wheel
+from .wrapped_label import WrappedLabel
 
 SEED_MAX = 2**31 - 1
 DRAFTER_LABELS = (("eagle", "EAGLE (learned)"), ("jacobi", "Jacobi (training-free)"),
@@ -296,9 +297,8 @@ class ControlsPanel(QWidget):
         decay_label = QLabel("Along draft")
         decay_label.setToolTip(tt.DELTA_DECAY)
         f.addRow(decay_label, self.delta_decay)
-        self.guarantee = QLabel()
+        self.guarantee = WrappedLabel()  # every line shows at the first start too (gui/wrapped_label.py)
         self.guarantee.setObjectName("muted")
-        self.guarantee.setWordWrap(True)
         self.guarantee.setToolTip(tt.DELTA)
         f.addRow(self.guarantee)
         for w in (self.drafter, self.bound):
