@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lantern_studio.training.colours import hue_balance, hue_family, hue_fidelity, own_codes, picture_families
+from lantern_studio.training.colours import colour_whitening, hue_balance, hue_family, hue_fidelity, own_codes, picture_families
 
 GREEN, BLUE, RED = (30, 160, 60), (30, 60, 200), (220, 30, 30)
 
@@ -34,6 +34,33 @@ def test_picture_families_and_the_balance_of_a_rare_hue():
     assert share(as_is, "green") < share(half, "green") < share(even, "green")
     with pytest.raises(ValueError, match="alpha"):
         hue_balance(families, 1.5)
+
+
+def test_colour_whitening_weighs_the_direction_the_data_hardly_varies_along_most():
+    """Pictures whose green mostly follows red and blue (as emoji do), with a little green-against-magenta
+    spread: through W every colour axis has the same variance (the largest), so the green–magenta axis gets the
+    largest weight; the identity (the mutant: a plain RGB loss) leaves its variance 1/20 of brightness's."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    brightness = rng.uniform(-60, 60, n)
+    red_blue = rng.uniform(-40, 40, n)
+    green_magenta = rng.normal(0, 8, n)
+    rgb = np.stack([120 + brightness + red_blue - green_magenta / 2, 120 + brightness + green_magenta,
+                    120 + brightness - red_blue - green_magenta / 2], 1)
+    images = np.clip(rgb, 0, 255).astype(np.uint8).reshape(40, 10, 10, 3)
+    w, spread = colour_whitening(images)
+    px = images.reshape(-1, 3).astype(np.float64) / 127.5 - 1
+    cov = np.cov(px.T)
+    assert np.allclose(w @ cov @ w.T, spread.max() * np.eye(3), atol=1e-6 * spread.max())
+    heaviest = w[np.argmax(np.linalg.norm(w, axis=1))]
+    heaviest = heaviest / np.linalg.norm(heaviest)
+    assert abs(heaviest @ np.array([-0.5, 1.0, -0.5]) / np.linalg.norm([-0.5, 1.0, -0.5])) > 0.95
+    assert np.linalg.norm(w, axis=1).max() > 3  # sqrt of a spread ratio above 9
+    plain = np.eye(3)  # the mutant: no whitening
+    v = plain @ cov @ plain.T
+    assert not np.allclose(v, v.max() * np.eye(3), atol=0.1 * v.max())
+    with pytest.raises(ValueError, match="drawn pixels"):
+        colour_whitening(np.full((2, 4, 4, 3), 255, np.uint8))
 
 
 def test_a_faithful_round_trip_moves_nothing_and_a_green_to_blue_swap_is_counted():

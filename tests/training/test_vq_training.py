@@ -180,13 +180,13 @@ def test_hue_balanced_sampling_draws_a_rare_hue_as_often_as_asked(tmp_path, caps
 
 def test_colour_loss_and_balance_train_and_are_recorded(dataset, tmp_path, capsys):
     run = tmp_path / "run"
-    assert vq.run(cli(dataset, run, "--steps", "3", "--colour-weight", "1", "--balance-hues", "0.5")) == 0
+    assert vq.run(cli(dataset, run, "--steps", "3", "--colour-whiten", "1", "--balance-hues", "0.5")) == 0
     metrics = json.loads((run / vq.METRICS_NAME).read_text())
-    assert metrics["colour_weight"] == 1.0 and metrics["balance_hues"] == 0.5
+    assert metrics["colour_whiten"] == 1.0 and len(metrics["colour_axes"]["spread"]) == 3 and metrics["balance_hues"] == 0.5
     assert all(np.isfinite(h["loss"]) for h in metrics["history"] if "loss" in h)
     assert "hue-balanced sampling (alpha 0.5)" in (run / "log.txt").read_text()
     capsys.readouterr()
-    for flag, value in (("--balance-hues", "1.5"), ("--colour-weight", "-1")):
+    for flag, value in (("--balance-hues", "1.5"), ("--colour-whiten", "-1")):
         assert vq.run(cli(dataset, tmp_path / "bad", "--steps", "3", flag, value)) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and flag in err[0]
