@@ -64,7 +64,7 @@ def hue_balance(families: list[str], alpha: float) -> np.ndarray:
     alpha 0 samples the data as it is, 1 each family equally often (a rare green as often as the common red)."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha {alpha}: must be in [0, 1]")
-    names, inverse, counts = np.unique(np.asarray(families), return_inverse=True, return_counts=True)
+    _names, inverse, counts = np.unique(np.asarray(families), return_inverse=True, return_counts=True)
     w = counts[inverse].astype(np.float64) ** -alpha
     return w / w.sum()
 
