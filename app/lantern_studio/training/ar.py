@@ -10,7 +10,7 @@
    (the model's ``class_dropout_prob``), AdamW with warm-up and cosine decay.
    Progress is printed; a resumable checkpoint is written every few minutes;
    re-running the same command resumes; ``--budget-minutes`` stops cleanly.
-3. Export: fp16 safetensors ``gpt.safetensors`` + ``metrics.json`` (held-out NLL).
+3. Export: fp16 safetensors ``gpt.safetensors`` + ``metrics.json`` (held-out NLL, or for a class run the NLL on sampled training rows).
 """
 
 from __future__ import annotations
@@ -357,12 +357,15 @@ def evaluate(model: Transformer, prep: Prep, idx: torch.Tensor, batch: int = 64)
 
 
 class Rows:
-    """Which dataset rows train and which measure the held-out NLL, and each training row's weight."""
+    """Which dataset rows train and which measure the NLL (held out, or for a class run sampled training
+    rows), and each training row's weight."""
 
     def __init__(self, prep: Prep):
         self.train = torch.nonzero(prep.train).flatten()
         self.held = torch.nonzero(~prep.train).flatten()
         self.train_w = prep.weights[self.train]  # every identity weighs the same, however many variants it has
+        self.held_out = not isinstance(prep, ClassPrep)  # whether ``held`` is rows the model never trains on
+        self.label = "held-out NLL" if self.held_out else "NLL on sampled training rows"
         if isinstance(prep, ClassPrep):
             # a class model holds no identity out: its NLL is measured on a fixed sample of unshifted training rows
             self.held = self.train[torch.randperm(len(self.train), generator=torch.Generator().manual_seed(0))]
@@ -379,6 +382,7 @@ class ArTrainer:
         self.a, self.data, self.model, self.device, self.neighbours = args, prep, model, device, neighbours
         self.group, self.log = group, log
         self.train_idx, self.train_w, self.held_idx = rows.train, rows.train_w, rows.held
+        self.held_label = rows.label
         self.opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
         self.gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
         self.step = 0
@@ -423,7 +427,8 @@ class ArTrainer:
     def evaluate(self) -> tuple[dict, str]:
         h = evaluate(self.model, self.data, self.held_idx[: self.a.eval_images])
         tr = evaluate(self.model, self.data, self.train_idx[: self.a.eval_images])
-        metrics, line = {"heldout_nll": h, "train_nll": tr}, f"held-out NLL {h:.3f} nats/token, train NLL {tr:.3f}"
+        metrics, line = {"heldout_nll": h, "train_nll": tr}, (
+            f"{self.held_label} {h:.3f} nats/token, train NLL (first rows) {tr:.3f}")
         if self.validation is not None:  # free-running samples scored by the judge, beside the NLL
             drawn, said = self.validation(self.model, self.step)
             metrics.update(drawn)
@@ -697,9 +702,9 @@ def export_weights(model: Transformer, ema, run: Path, history, margs: ModelArgs
         metrics["train_nll"] = history[-1]["train_nll"]
     metrics["ambiguity"] = ambiguity_record(args, prep)
     if prep is not None and ema is not None:
-        held_idx = torch.nonzero(~prep.train).flatten()
-        metrics["heldout_nll_ema"] = evaluate(model, prep, held_idx[: args.eval_images])
-        log(f"EMA weights: held-out NLL {metrics['heldout_nll_ema']:.3f} nats/token")
+        rows = Rows(prep)  # the rows the run's own evaluation measured (a class run holds none out)
+        metrics["heldout_nll_ema"] = evaluate(model, prep, rows.held[: args.eval_images])
+        log(f"EMA weights: {rows.label} {metrics['heldout_nll_ema']:.3f} nats/token")
     save_gpt(model.eval(), run / "gpt.safetensors")
     if isinstance(prep, ClassPrep):  # what a model folder needs to name the classes
         (run / "identities.json").write_text(prep.vocabulary, encoding="utf-8")
