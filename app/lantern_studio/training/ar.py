@@ -364,11 +364,11 @@ class Rows:
         self.train = torch.nonzero(prep.train).flatten()
         self.held = torch.nonzero(~prep.train).flatten()
         self.train_w = prep.weights[self.train]  # every identity weighs the same, however many variants it has
-        self.held_out = not isinstance(prep, ClassPrep)  # whether ``held`` is rows the model never trains on
-        self.label = "held-out NLL" if self.held_out else "NLL on sampled training rows"
+        self.label = "held-out NLL"  # what the NLL on ``held`` is, in the log
         if isinstance(prep, ClassPrep):
             # a class model holds no identity out: its NLL is measured on a fixed sample of unshifted training rows
             self.held = self.train[torch.randperm(len(self.train), generator=torch.Generator().manual_seed(0))]
+            self.label = "NLL on sampled training rows"
 
 
 class ArTrainer:
@@ -381,8 +381,7 @@ class ArTrainer:
                  neighbours: torch.Tensor | None, rows: Rows, log):
         self.a, self.data, self.model, self.device, self.neighbours = args, prep, model, device, neighbours
         self.group, self.log = group, log
-        self.train_idx, self.train_w, self.held_idx = rows.train, rows.train_w, rows.held
-        self.held_label = rows.label
+        self.train_idx, self.train_w, self.held_idx, self.held_label = rows.train, rows.train_w, rows.held, rows.label
         self.opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
         self.gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
         self.step = 0
