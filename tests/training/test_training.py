@@ -360,3 +360,19 @@ def test_self_distillation_runs_on_the_loop_and_a_cancel_ends_it_with_a_head(tmp
     # uncancelled, the same call trains every step
     full = train_drafter_for_model(str(folder), steps=5, sequences=4, batch=2, out=out)
     assert full["steps"] == 5 and full["stopped_by"] is None
+
+
+def test_ship_sampling_sets_a_class_models_temperature_top_k_and_guidance_and_keeps_the_method():
+    picked = ship.class_defaults(parse(ship, ["--sampling", "1.0/0/2"]).sampling)
+    assert (picked.temperature, picked.top_k, picked.cfg_scale, picked.greedy) == (1.0, 0, 2.0, False)
+    base = ship.CLASS_DEFAULTS
+    assert (picked.drafter, picked.k, picked.delta, picked.draft_length) == (base.drafter, base.k, base.delta,
+                                                                              base.draft_length)
+    assert ship.class_defaults(parse(ship, []).sampling) == base  # no flag: the defaults as before
+    assert ship.class_defaults(parse(ship, ["--sampling", "greedy/1.5"]).sampling).greedy
+
+
+def test_ship_refuses_a_sampling_it_cannot_read_in_one_line(capsys):
+    with pytest.raises(SystemExit):
+        parse(ship, ["--sampling", "1.0/ten/2"])
+    assert "write T/K/CFG" in capsys.readouterr().err

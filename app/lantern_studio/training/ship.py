@@ -35,6 +35,7 @@ from ..models.local import copy_or_save, load_eagle, load_model_dir, read_manife
 from ..paths import data_dir, runs_dir
 from ..reports import machine_info, reference_of
 from .data import short_caption
+from .validation import Sampling
 from .recipes import AMBIGUITY_V5, DRAWS_WELL, DRAWS_WELL_V3, PROMPTING_V3, RECIPE, RECIPE_V3
 
 # Plain-language prompts (as people type them; from common_prompts.json), not caption names.
@@ -71,6 +72,15 @@ DEFAULTS = GenerationSettings(temperature=0.9, top_k=100, top_p=1.0, cfg_scale=4
 # (δ0.4·0.7^i, δ0.4·0.5^i, k256 δ0.6·0.5^i at window 12) measured 2.01× / 1.97× / 2.06×: no faster, so δ stays flat.
 CLASS_DEFAULTS = GenerationSettings(temperature=0.5, top_k=10, top_p=1.0, cfg_scale=1.0, drafter="jacobi",
                                     draft_length=12, k=64, delta=0.2)
+
+
+def class_defaults(sampling: Sampling | None) -> GenerationSettings:
+    """A class model's shipped settings: CLASS_DEFAULTS with the sampling (temperature, top-k, guidance) a
+    validation sweep picked for it (``train ship --sampling``); the decoding method stays."""
+    if sampling is None:
+        return CLASS_DEFAULTS
+    return CLASS_DEFAULTS.with_(temperature=sampling.temperature, top_k=sampling.top_k,
+                                cfg_scale=sampling.cfg_scale, greedy=sampling.greedy)
 
 
 def _load_json(path: Path) -> dict:
@@ -203,7 +213,7 @@ def ship(args) -> dict:
                         "snap": snap, **encoder_spec(args.encoder)}
         if offered != vocab.styles:
             conditioning["offered_styles"] = list(offered)
-        defaults = CLASS_DEFAULTS
+        defaults = class_defaults(getattr(args, "sampling", None))
     else:
         snap = snap_files(out, meta, encoder)
         held = heldout_prompts(meta)
@@ -226,6 +236,13 @@ def ship(args) -> dict:
     return man
 
 
+def _sampling_arg(text: str) -> Sampling:
+    try:
+        return Sampling.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     r = runs_dir()
     p.add_argument("--out", default=str(bundled_dir()))
@@ -240,6 +257,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoder", default="minilm", help="text encoder the AR model was trained with (a class "
                    "model: the one its prompts are snapped with)")
     p.add_argument("--style", default="fluent-flat", help="a class model's default art style")
+    p.add_argument("--sampling", default=None, type=_sampling_arg, metavar="T/K/CFG", help="a class model's default sampling "
+                   "(default 0.5/10/1; pick it with `train validate --sampling`)")
     p.add_argument("--grid", action="store_true", help="also generate the 8×8 sample grid (samples.png)")
     p.add_argument("--bench-json", nargs="+", default=[], help="bench reports to quote in the model card (the "
                    "first with vanilla and the default method gives the targets table)")

@@ -57,7 +57,7 @@ class Sampling:
                 return cls(text, float(parts[0]), int(parts[1]), float(parts[2]))
         except ValueError:
             pass
-        raise ValidationError(f"--validate-sampling {text!r}: write T/K/CFG (e.g. 0.3/5/1.5) or greedy/CFG")
+        raise ValidationError(f"sampling {text!r}: write T/K/CFG (e.g. 0.3/5/1.5) or greedy/CFG")
 
     def settings(self, base: GenerationSettings, seed: int) -> GenerationSettings:
         return replace(base, drafter="none", seed=seed, temperature=self.temperature, top_k=self.top_k,
