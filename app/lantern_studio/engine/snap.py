@@ -87,6 +87,17 @@ class Match:
         return line + (f"; {self.tone_note}" if self.tone_note else "")
 
 
+def default_style_problem(default: str, offered: Sequence[str], styles: Sequence[str]) -> Optional[str]:
+    """Why ``default`` cannot be a model's default style, or None when it can: one of the named styles it
+    offers, or "any" where the model was taught that row."""
+    if default == ANY_STYLE:
+        return None if ANY_STYLE in styles else ("default style 'any' needs a model taught the style 'any' "
+                                                 "(train ar --style-dropout)")
+    if default not in offered:
+        return f"default style {default!r} is not one of {', '.join(s for s in offered if s != ANY_STYLE)}"
+    return None
+
+
 class IdentityConditioner:
     """Prompt → a (1, 3) class condition [identity, style, tone] and a note saying what it is.
 
@@ -120,10 +131,9 @@ class IdentityConditioner:
         if not self.offered_styles:
             raise ValueError("an identity conditioner needs at least one named style")
         self.default_style = default_style or self.offered_styles[0]
-        if self.default_style == ANY_STYLE and ANY_STYLE not in self.styles:
-            raise ValueError("default style 'any' needs a model taught the style 'any' (train ar --style-dropout)")
-        if self.default_style not in self.offered_styles and self.default_style != ANY_STYLE:
-            raise ValueError(f"default style {self.default_style!r} is not one of {', '.join(self.offered_styles)}")
+        problem = default_style_problem(self.default_style, self.offered_styles, self.styles)
+        if problem:
+            raise ValueError(problem)
         self.vectors = _check_vectors(vectors, len(self.identities), "vectors")
         self.tag_vectors = _check_vectors(tag_vectors, len(self.identities), "tag_vectors")
         self.outside = list(outside)

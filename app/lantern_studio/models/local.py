@@ -30,7 +30,7 @@ from ..engine.drafters import EagleHead
 from ..engine.draft_heads import KIND as HEADS_KIND, DraftHeads, HeadsConfigError, check_config as check_heads_config
 from ..engine.pipeline import ImagePipeline, ModelSource
 from ..engine.settings import GenerationSettings, SettingsError
-from ..engine.snap import ANY_STYLE, IdentityConditioner
+from ..engine.snap import IdentityConditioner, default_style_problem
 from ..engine.text import CaptionConditioner, ClassConditioner, HashEncoder, MiniLMEncoder
 from ..engine.tokenizer import load_vq, save_vq
 from .classes import read_vocabulary
@@ -116,9 +116,9 @@ def read_manifest(folder) -> dict:
                                                               for n in offered)):
             raise _bad(folder, '"conditioning.offered_styles" must be a non-empty list of its styles')
         default = cond.get("default_style")
-        if default is not None and default not in offered and not (default == ANY_STYLE and ANY_STYLE in cond["styles"]):
-            raise _bad(folder, f'"conditioning.default_style" {default!r} is not one of its offered styles (or '
-                               f'"any" for a model taught it)')
+        problem = None if default is None else default_style_problem(default, offered, cond["styles"])
+        if problem:
+            raise _bad(folder, f'"conditioning.default_style": {problem}')
         snap = cond.get("snap")
         if not (isinstance(snap, dict) and isinstance(snap.get("vectors"), str)):
             raise _bad(folder, '"conditioning.snap" must be {"vectors": FILE}')
