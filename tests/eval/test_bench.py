@@ -246,6 +246,23 @@ def test_pick_default_from_hand_made_table():
     assert pick_default([]) is None
 
 
+def test_the_pick_says_how_large_a_fidelity_difference_its_pictures_can_tell_from_noise():
+    """Two methods' fidelities on n pictures each, near p, differ by noise alone within 1.96·√(2p(1−p)/n) (95 %):
+    at 0.80 that is ±28 points on 16 pictures and ±5.5 on 400, so a 3-point rule needs hundreds of pictures."""
+    from lantern_studio.eval.bench.report import format_table
+
+    table = [_row("vanilla", "vanilla", 1.0, 0.80, 1.0), _row("lantern-a", "lantern", 1.9, 0.78, 3.0)]
+    small, large = pick_default(table, images=16), pick_default(table, images=400)
+    assert abs(small["fidelity_noise"] - 0.2772) < 1e-3 and abs(large["fidelity_noise"] - 0.0554) < 1e-3
+    assert pick_default(table)["fidelity_noise"] is None  # the number of pictures unknown: no claim
+    rows = [dict(r, precision=None, speedup_q25=None, speedup_q75=None, speedup_min=None, speedup_max=None,
+                 target_forwards_per_image=None, acceptance_rate=None, relaxed_share=None, drafter_cost_share=None,
+                 seconds_median=None, frechet_distance=None)
+            for r in table]
+    text = format_table({"methods": rows, "default_pick": small})
+    assert "from 16 pictures a method: a difference within ±28 points is sampling noise" in text
+
+
 def test_quality_fields_when_the_folder_ships_a_recogniser(tiny_dir, tmp_path):
     import shutil
 

@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    report["default_pick"] = pick_default(report["methods"], args.max_fidelity_drop)
+    report["default_pick"] = pick_default(report["methods"], args.max_fidelity_drop, images=len(prompts))
     machine = machine_info()
     machine["device"] = str(pipe.device)
     report["machine"] = machine

@@ -66,6 +66,9 @@ def format_table(report: dict) -> str:
                      f"(IQR {_f(pick['speedup_q25'])}–{_f(pick['speedup_q75'])}), "
                      f"{_f(pick['mean_accepted_length'])} tokens/forward{fid}")
         lines.append(f"  ({pick['criterion']})")
+        if pick.get("fidelity_noise") is not None:
+            lines.append(f"  (fidelity from {pick['images']} pictures a method: a difference within "
+                         f"±{pick['fidelity_noise'] * 100:.0f} points is sampling noise at 95 %)")
     return "\n".join(lines)
 
 

@@ -105,7 +105,7 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
         "load_average": {"start": load_start, "end": _loadavg()},
         "quality": quality.describe() if quality is not None else Quality(notes=["no quality provider"]).describe(),
     }
-    report["default_pick"] = pick_default(results)
+    report["default_pick"] = pick_default(results, images=len(prompts))
     report["_images"] = {m.name: [s.image for s in samples[m.name]] for m in methods}
     return report
 

@@ -145,13 +145,20 @@ def _known(rec, names, level: str):
     return names or None
 
 
-def pick_default(results, max_fidelity_drop: float = 0.03) -> Optional[dict]:
+def fidelity_noise(fidelity: float, images: int) -> float:
+    """The 95 % half-width of the difference between two methods' fidelities, each a share of ``images``
+    pictures near ``fidelity`` (normal approximation): differences smaller than this are sampling noise."""
+    return 1.96 * math.sqrt(2.0 * fidelity * (1.0 - fidelity) / images)
+
+
+def pick_default(results, max_fidelity_drop: float = 0.03, images: Optional[int] = None) -> Optional[dict]:
     """The setting to recommend: the best median speed-up whose prompt fidelity
     stays within ``max_fidelity_drop`` (fidelity is a fraction: 0.03 = 3 points)
     of vanilla's. If fidelity was not measured (no recogniser), the best speed-up
     among all methods, ties broken by mean accepted length — quality unchecked.
 
-    ``results`` is the report's ``methods`` list (or the report itself).
+    ``results`` is the report's ``methods`` list (or the report itself); ``images``: the pictures each
+    method's fidelity is measured on, for the noise of a fidelity difference (``fidelity_noise``).
     Returns the entry's numbers and the criterion used, or None if empty.
     """
     rows = results["methods"] if isinstance(results, dict) else list(results)
@@ -185,4 +192,6 @@ def pick_default(results, max_fidelity_drop: float = 0.03) -> Optional[dict]:
         "speedup_q75": best.get("speedup_q75"), "mean_accepted_length": best.get("mean_accepted_length"),
         "prompt_fidelity": best.get("prompt_fidelity"), "fidelity_delta": best.get("fidelity_delta"),
         "vanilla_fidelity": v_fid, "max_fidelity_drop": max_fidelity_drop, "criterion": criterion,
+        "fidelity_noise": fidelity_noise(v_fid, images) if (v_fid is not None and images) else None,
+        "images": images,
     }
