@@ -17,17 +17,17 @@
 # ~15 M parameters, ~30 MB in fp16; resources/ holds at most 60 MB) starts from scratch (GROW_FROM=none), or from
 # smaller weights grown to that size (INIT_FROM=FILE: `train ar --init-from`, which grows a smaller class model
 # so that it computes what it computed; GROW_FROM=none with it).
-# Flags after RUN_DIR / OUT_DIR go to `train ar` as they are: a run's own recipe. Model v5's long run (H2: every
-# art set, pixel-noise copies with mixture targets, substituted contexts, style "any"), for example:
+# Flags after RUN_DIR / OUT_DIR go to `train ar` as they are: a run's own recipe. Model v5's long run (TH: every
+# art set on the v5 tokenizer, pixel-noise copies with mixture targets, substituted contexts, style "any"), e.g.:
 #     V5="--data DATA/emoji64-v5 --grow-from resources/models/emoji-64/gpt.safetensors --jitter pixel \
 #         --jitter-copies 2 --style-dropout 0.3 --shifts none"
-#     packaging/gpu/train_v3_gpu.sh pack RUNS/v5-H2 $V5          # reuses the run's prepared.pt (copies included)
-#     GROW_FROM=none INIT_FROM=snapshots/emoji-64-ar-v5-H2-step12000.safetensors LR=3e-4 \
+#     VQ=snapshots/emoji-64-vq-v5-step2000.safetensors packaging/gpu/train_v3_gpu.sh pack RUNS/v5-TH2 $V5
+#       (reuses the run's prepared.pt, copies included)
+#     GROW_FROM=none INIT_FROM=snapshots/emoji-64-ar-v5-TH-stepN.safetensors LR=3e-4 \
 #       packaging/gpu/train_v3_gpu.sh train OUT --shifts none --jitter pixel --jitter-copies 2 --copy-targets \
-#       --neighbour-k 8 --substitute 0.15 --style-dropout 0.3 --vq resources/models/emoji-64/vq.safetensors
-#   (the pack holds the copies; the tokenizer only gives the substitution its neighbour table). Checked on this
-#   project's CPU machine with DEVICE=cpu STEPS=3: the pack (16.4 MiB) from H2's run, and 3 steps from H2's
-#   snapshot at held-out NLL 1.382 (H2's own 1.385 at step 2700).
+#       --neighbour-k 8 --substitute 0.15 --style-dropout 0.3 --vq snapshots/emoji-64-vq-v5-step2000.safetensors
+#   (the pack holds the copies; the tokenizer only gives the substitution its neighbour table; N: the newest
+#   snapshot's step).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$here"
