@@ -27,7 +27,8 @@
 #       packaging/gpu/train_v3_gpu.sh train OUT --shifts none --jitter pixel --jitter-copies 2 --copy-targets \
 #       --neighbour-k 8 --substitute 0.15 --style-dropout 0.3 --vq snapshots/emoji-64-vq-v5-step2000.safetensors
 #   (the pack holds the copies; the tokenizer only gives the substitution its neighbour table; N: the newest
-#   snapshot's step).
+#   snapshot's step). Checked on this project's CPU machine with DEVICE=cpu STEPS=3 BATCH=32: the pack (16.4 MiB)
+#   from TH's run, and 3 steps from TH's step-5430 snapshot at NLL 1.975 on sampled rows (TH's own 1.977 @5400).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$here"
