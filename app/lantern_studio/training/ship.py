@@ -77,10 +77,7 @@ CLASS_DEFAULTS = GenerationSettings(temperature=0.5, top_k=10, top_p=1.0, cfg_sc
 def class_defaults(sampling: Sampling | None) -> GenerationSettings:
     """A class model's shipped settings: CLASS_DEFAULTS with the sampling (temperature, top-k, guidance) a
     validation sweep picked for it (``train ship --sampling``); the decoding method stays."""
-    if sampling is None:
-        return CLASS_DEFAULTS
-    return CLASS_DEFAULTS.with_(temperature=sampling.temperature, top_k=sampling.top_k,
-                                cfg_scale=sampling.cfg_scale, greedy=sampling.greedy)
+    return CLASS_DEFAULTS if sampling is None else sampling.applied(CLASS_DEFAULTS)
 
 
 def _load_json(path: Path) -> dict:

@@ -59,9 +59,14 @@ class Sampling:
             pass
         raise ValidationError(f"sampling {text!r}: write T/K/CFG (e.g. 0.3/5/1.5) or greedy/CFG")
 
+    def applied(self, base: GenerationSettings) -> GenerationSettings:
+        """``base`` drawn this way: its temperature, top-k, guidance and greedy replaced, all else kept."""
+        return replace(base, temperature=self.temperature, top_k=self.top_k, cfg_scale=self.cfg_scale,
+                       greedy=self.greedy)
+
     def settings(self, base: GenerationSettings, seed: int) -> GenerationSettings:
-        return replace(base, drafter="none", seed=seed, temperature=self.temperature, top_k=self.top_k,
-                       cfg_scale=self.cfg_scale, greedy=self.greedy)
+        """Validation's settings: vanilla decoding (no drafter) at ``seed``, drawn this way."""
+        return replace(self.applied(base), drafter="none", seed=seed)
 
 
 def pick_classes(classes: list[dict], styles: list[str], judge_classes: set, n: int,
