@@ -125,3 +125,26 @@ def test_two_runners_over_one_model_decode_side_by_side_in_two_threads():
     assert all(torch.equal(tok, alone[k]) for k, toks in got.items() for tok in toks)
     assert runner.caches is not twin.caches and runner.caches.layers[0].k_cache.data_ptr() != \
         twin.caches.layers[0].k_cache.data_ptr()
+
+
+def test_the_fused_weights_reach_a_compiled_step_as_parameters_it_freezes():
+    """Inductor's freezing makes constants (prepacked for the CPU's matrix kernels) only of parameters;
+    the fused [w1; w3] held as plain tensors reached the graph as inputs and were multiplied unpacked."""
+    gpt = tiny_gpt("c2i", seed=0, vocab=16, grid=2, dim=32, layers=2)
+    runner = Runner(gpt, fuse=True)
+    seen = []
+
+    def backend(gm, example_inputs):  # what the graph takes: dynamo lifts every tensor it reads as an input
+        seen.extend(example_inputs)
+        return gm.forward
+
+    runner.start_sequence(1)
+    pos = torch.arange(gpt.cls_token_num, gpt.cls_token_num + 2)
+    step = torch.compile(runner.static_step, backend=backend, fullgraph=True, dynamic=False)
+    with torch.inference_mode():
+        step(torch.zeros(1, 2, dtype=torch.long), pos, runner.caches.mask[:1, :, pos])
+    fused = [x for x in seen if x.shape == runner.w13[0].shape]
+    assert len(fused) == len(gpt.layers)
+    assert all(isinstance(x, torch.nn.Parameter) and not x.requires_grad for x in fused)
+    w = gpt.layers[0].feed_forward
+    assert torch.equal(runner.w13[0], torch.cat([w.w1.weight, w.w3.weight]))
