@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import pytest
 
 from lantern_studio.cli import main as cli_main
