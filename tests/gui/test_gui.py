@@ -328,7 +328,7 @@ def test_worker_exception_becomes_banner(qtbot, tiny, monkeypatch):
 def test_missing_bundled_model_shows_banner(qtbot, monkeypatch, tmp_path):
     import lantern_studio.models as models
 
-    monkeypatch.setattr(models, "bundled_dir", lambda: tmp_path / "no-such-model")
+    monkeypatch.setattr(models, "bundled_dir", lambda name=models.BUNDLED_NAME: tmp_path / "no-such-model")
     w = open_window(qtbot, None)
     qtbot.waitUntil(lambda: "could not be loaded" in w.banner.text(), timeout=WAIT)
     assert "bundled model" in w.banner.text() and w.model_info is None
@@ -336,6 +336,40 @@ def test_missing_bundled_model_shows_banner(qtbot, monkeypatch, tmp_path):
     w.choose_model("tiny-demo")  # what the banner's "Use tiny demo model" button does
     qtbot.waitUntil(lambda: w.model_info is not None, timeout=WAIT)
     assert w.banner.text() == "" and w.model_info.grid == 16
+
+
+def test_the_v5_preview_is_offered_beside_the_bundled_model_and_loads_from_the_picker(qtbot, tiny):
+    """The model picker lists the bundled v5 preview after the default; picking it loads it by name (not as
+    a folder in the recent list), a fresh start comes back to it, and picking the default goes back."""
+    from lantern_studio.models import PREVIEW_NAME
+
+    w = open_window(qtbot, tiny)
+    box = w.controls.model
+    w.controls.seed.setValue(41)
+    seed = w.controls.settings().seed
+    specs = [box.itemData(i) for i in range(box.count())]
+    assert specs[:2] == [None, PREVIEW_NAME] and str(tiny) in specs
+    box.setCurrentIndex(specs.index(PREVIEW_NAME))
+    box.activated.emit(specs.index(PREVIEW_NAME))  # what picking it with the mouse or keys does
+    qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.name == PREVIEW_NAME, timeout=WAIT)
+    assert w.session.model_spec == PREVIEW_NAME and PREVIEW_NAME not in w.session.prefs.recent_models
+    assert box.itemData(box.currentIndex()) == PREVIEW_NAME
+    # its own sampling, not the default model's (T 0.5 / top-k 10 / no guidance draws poorly on it); the seed kept
+    d = w.model_info.defaults
+    got = w.controls.settings()
+    assert (got.temperature, got.top_k, got.cfg_scale) == (d.temperature, d.top_k, d.cfg_scale) == (1.0, 0, 3.0)
+    assert got.seed == seed
+    job, result = run_job(qtbot, w, "a red heart")
+    assert result.image.shape == (64, 64, 3)
+    w.close()
+    again = open_window(qtbot, None)  # a fresh start: the remembered choice
+    qtbot.waitUntil(lambda: again.model_info is not None, timeout=WAIT)
+    assert again.model_info.name == PREVIEW_NAME
+    again.controls.model.setCurrentIndex(0)
+    again.controls.model.activated.emit(0)
+    qtbot.waitUntil(lambda: again.model_info.name != PREVIEW_NAME, timeout=WAIT)
+    assert again.session.model_spec is None
+    assert again.controls.settings().temperature == again.model_info.defaults.temperature != 1.0
 
 
 def test_quality_score_reaches_record_and_chart(qtbot, tiny):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lantern_studio.engine.text import PromptError
-from lantern_studio.models import bundled_dir, load_pipeline
+from lantern_studio.models import BUNDLED, BUNDLED_NAME, PREVIEW_NAME, bundled_dir, load_pipeline
 
 FOLDER = bundled_dir()
 
@@ -22,15 +22,32 @@ def pipe():
     return load_pipeline(verify=True)  # verify: every file's sha256 against model.json
 
 
-def test_model_card_names_the_shipped_files():
-    card = (FOLDER / "MODEL_CARD.md").read_text()
-    manifest = json.loads((FOLDER / "model.json").read_text())
+@pytest.mark.parametrize("name", list(BUNDLED))
+def test_model_card_names_the_shipped_files(name):
+    folder = bundled_dir(name)
+    card = (folder / "MODEL_CARD.md").read_text()
+    manifest = json.loads((folder / "model.json").read_text())
+    assert manifest["name"] == name and card.startswith(f"# {name} — ")
     listed = dict(re.findall(r"^\* `([^`]+)` — [\d.]+ MB — `([0-9a-f]{64})`$", card, re.M))
     assert listed == manifest["files"]
-    for name, digest in listed.items():
-        assert hashlib.sha256((FOLDER / name).read_bytes()).hexdigest() == digest, name
-    total = sum(p.stat().st_size for p in FOLDER.parent.parent.rglob("*") if p.is_file())
+    for file, digest in listed.items():
+        assert hashlib.sha256((folder / file).read_bytes()).hexdigest() == digest, file
+    total = sum(p.stat().st_size for p in folder.parent.parent.rglob("*") if p.is_file())
     assert total < 60e6, f"resources/ holds {total / 1e6:.1f} MB"
+
+
+def test_the_preview_loads_by_its_name_and_draws_a_different_picture_per_seed():
+    """The v5 preview is asked for by name (never the default): it loads hash-checked, repeats a fixed seed,
+    and, being ambiguous at its own sampling, draws another picture for another seed."""
+    from lantern_studio.models import resolve_spec
+
+    assert resolve_spec(PREVIEW_NAME) == bundled_dir(PREVIEW_NAME) != resolve_spec(None)
+    pipe = load_pipeline(PREVIEW_NAME, verify=True)
+    s = pipe.defaults.with_(seed=3)
+    a, b = pipe.generate("a red heart", s).image, pipe.generate("a red heart", s).image
+    assert np.array_equal(a, b)
+    others = [pipe.generate("a red heart", s.with_(seed=seed)).image for seed in (4, 5)]
+    assert all(np.abs(a.astype(int) - o.astype(int)).mean() > 3 for o in others)
 
 
 def test_fixed_seed_gives_the_same_image_twice(pipe):
@@ -84,10 +101,10 @@ def test_the_pipeline_declares_where_it_came_from_and_how_it_scores(pipe):
 
 def test_one_function_resolves_every_kind_of_model_spec(tmp_path, monkeypatch):
     from lantern_studio.engine.checkpoints import CheckpointError
-    from lantern_studio.models import BUNDLED_NAME, TINY_DEMO, resolve_spec, tiny_demo_dir
+    from lantern_studio.models import TINY_DEMO, resolve_spec, tiny_demo_dir
     from lantern_studio.models.catalogue import CATALOGUE
 
-    assert resolve_spec(None) == FOLDER
+    assert resolve_spec(None) == FOLDER and resolve_spec(BUNDLED_NAME) == FOLDER
     monkeypatch.chdir(tmp_path)
     assert resolve_spec(BUNDLED_NAME) == FOLDER  # no folder of that name here: the bundled model
     (tmp_path / BUNDLED_NAME).mkdir()

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from ..devices import estimate_memory, memory_breakdown
 from ..engine.checkpoints import CheckpointError
-from ..models import BUNDLED_NAME, bundled_dir
+from ..models import BUNDLED, bundled_dir
 from ..models.catalogue import CATALOGUE, get_entry, remove, shared_files, status
 from ..models.hub import (DownloadCancelled, HubError, cached_path, check_free_space, download, format_size,
                           hf_cache_dir, is_offline, prepare, verify_cached)
@@ -80,9 +80,10 @@ def _ask(question: str) -> bool:
 
 
 def _rows():
-    rows = [{"name": BUNDLED_NAME, "title": "bundled emoji model (64 px)", "kind": "t2i", "source": "bundled",
-             "state": "installed" if (bundled_dir() / "model.json").is_file() else "missing", "to_fetch_bytes": 0,
-             "sizes_exact": True, "drafter": True}]
+    rows = [{"name": name, "title": title, "kind": "t2i", "source": "bundled",
+             "state": "installed" if (bundled_dir(name) / "model.json").is_file() else "missing", "to_fetch_bytes": 0,
+             "sizes_exact": True, "drafter": (bundled_dir(name) / "eagle.safetensors").is_file()}
+            for name, title in BUNDLED.items()]
     for name in CATALOGUE:
         st = status(name)
         st["source"] = "hub"
@@ -96,11 +97,11 @@ def cmd_list(args) -> int:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     print("bundled")
-    for r in rows[:1]:
+    for r in rows[:len(BUNDLED)]:
         mark = "✓ bundled" if r["state"] == "installed" else "✗ missing (reinstall lantern-studio)"
         print(f"  {r['name']:<22} {mark:<24} {r['title']}")
     print(f"Hugging Face Hub (cache: {hf_cache_dir()}{', offline' if is_offline() else ''})")
-    for r in rows[1:]:
+    for r in rows[len(BUNDLED):]:
         approx = "" if r["sizes_exact"] else "≈"
         if r["state"] == "installed":
             mark = "✓ installed"

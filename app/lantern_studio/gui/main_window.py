@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QFileDialog
 from .. import fidelity
 from ..engine.settings import GenerationSettings
 from ..export import target_forwards
-from ..models import BUNDLED_NAME, TINY_DEMO, model_defaults
+from ..models import BUNDLED_NAME, TINY_DEMO, installed_previews, is_bundled, model_defaults
 from ..models.catalogue import CATALOGUE
 from ..paths import cache_dir
 from ..studio.display import SINGLE
@@ -241,9 +241,11 @@ class MainWindow(WindowLayout):
 
     # ------------------------------------------------------------------ models
     def _refresh_model_choices(self) -> None:
-        choices = [(f"Bundled model ({BUNDLED_NAME})", None), ("Tiny demo model (random weights)", TINY_DEMO)]
+        choices = [(f"Bundled model ({BUNDLED_NAME})", None)]
+        choices += [(f"Preview: {name} (model v5, varied)", name) for name in installed_previews()]
+        choices.append(("Tiny demo model (random weights)", TINY_DEMO))
         spec, folders = self.session.model_spec, list(self.session.prefs.recent_models)
-        if spec not in (None, TINY_DEMO) and spec not in folders:
+        if not is_bundled(spec) and spec != TINY_DEMO and spec not in folders:
             folders.insert(0, spec)
         for folder in folders:
             title = f"Hub: {CATALOGUE[folder].title}" if folder in CATALOGUE else f"{Path(folder).name} — {folder}"

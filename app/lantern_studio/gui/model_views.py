@@ -29,7 +29,12 @@ class ModelViews:
         info = e.info
         w.controls.set_model_info(info)
         if not w.session.settings_chosen:
-            w.controls.set_settings(info.defaults)
+            keep = {"seed": w.controls.seed.value()} if e.switched else {}
+            w.controls.set_settings(info.defaults.with_(**keep))
+            if e.switched:
+                d = info.defaults
+                w.statusBar().queue(f"Settings: {info.name}'s defaults (temperature {d.temperature:g}, top-k {d.top_k}, "
+                                    f"CFG {d.cfg_scale:g}, k {d.k}, δ {d.delta:g}); the seed is kept", 8000)
         w.chart.set_quality_available(info.has_score)
         if e.changed:  # this model's runs: the saved ones (a restart keeps the chart), then this session's
             w.chart.clear()

@@ -10,7 +10,10 @@ NEW_SEED = ("On: every Generate (and Compare) draws a fresh random seed, so each
             "so the same settings draw the same picture again. Clicking a history image turns this off.")
 COPY_SEED = "Copy the seed to the clipboard."
 MODEL = ("Which model generates: the bundled model, a model folder you opened, or the tiny demo "
-         "model (random weights: noise, but it shows how decoding works).")
+         "model (random weights: noise, but it shows how decoding works).\n"
+         "The v5 preview, bundled beside the default, spreads its choices over near codes as real image "
+         "models do: there k and δ trade speed for fidelity and every seed draws a different picture, "
+         "but it draws what was asked less often than the default model.")
 DRAFTER = ("Who proposes draft tokens for the target model to verify in one forward pass.\n"
            "• EAGLE: a small learned head on the target's features (best acceptance; only for models that ship one).\n"
            "• Jacobi: training-free self-drafting from the target's own previous predictions.\n"

@@ -15,11 +15,27 @@ from .local import load_model_dir, read_manifest
 from .tiny import build_tiny_model_dir
 
 BUNDLED_NAME = "emoji-64"
+PREVIEW_NAME = "emoji-64-v5"  # a second bundled model, never the default: model v5, where LANTERN's sliders matter
+BUNDLED = {
+    BUNDLED_NAME: "bundled emoji model (64 px)",
+    PREVIEW_NAME: "preview: model v5, varied pictures where k and δ trade speed for fidelity; draws less faithfully",
+}
 TINY_DEMO = "tiny-demo"  # model spec: a random tiny model built on demand (a demo without weights)
 
 
-def bundled_dir() -> Path:
-    return resources_dir() / "models" / BUNDLED_NAME
+def bundled_dir(name: str = BUNDLED_NAME) -> Path:
+    """A bundled model's folder (the default model's unless ``name`` is another of ``BUNDLED``)."""
+    return resources_dir() / "models" / name
+
+
+def installed_previews() -> list:
+    """The bundled models beside the default one that this install holds (their folders have model.json)."""
+    return [name for name in BUNDLED if name != BUNDLED_NAME and (bundled_dir(name) / "model.json").is_file()]
+
+
+def is_bundled(spec: Optional[str]) -> bool:
+    """Whether a model spec names a bundled model (``None`` is the default one)."""
+    return spec is None or spec in BUNDLED
 
 
 def tiny_demo_dir() -> Path:
@@ -30,8 +46,8 @@ def resolve_spec(spec: Optional[str]) -> "Path | str":
     """A model spec → where the model is: a model folder (Path) or a catalogue name (str).
 
     ``None`` is the bundled model; TINY_DEMO is a random tiny model folder in the
-    cache, built on first use; an existing folder is itself; the bundled model's
-    name, then a catalogue name, come next. Anything else, or a bundled model
+    cache, built on first use; an existing folder is itself; a bundled model's
+    name (``BUNDLED``), then a catalogue name, come next. Anything else, or a bundled model
     missing from the install, is a CheckpointError. The one place a spec is read:
     the CLI, the bench, the trainers and the studio all come through here.
     """
@@ -45,11 +61,11 @@ def resolve_spec(spec: Optional[str]) -> "Path | str":
     path = Path(spec).expanduser()
     if path.is_dir():
         return path
-    if spec == BUNDLED_NAME:
-        return _bundled_or_error()
+    if spec in BUNDLED:
+        return _bundled_or_error(spec)
     if spec in catalogue.CATALOGUE:
         return spec
-    raise CheckpointError(f"model {spec!r}: not a model folder, the bundled model ({BUNDLED_NAME}), "
+    raise CheckpointError(f"model {spec!r}: not a model folder, a bundled model ({', '.join(BUNDLED)}), "
                           f"{TINY_DEMO!r} or a catalogue name")
 
 
@@ -68,11 +84,12 @@ def model_defaults(spec: Optional[str]):
         return None
 
 
-def _bundled_or_error() -> Path:
-    folder = bundled_dir()
+def _bundled_or_error(name: str = BUNDLED_NAME) -> Path:
+    folder = bundled_dir(name)
     if not (folder / "model.json").is_file():
+        what = "the bundled model" if name == BUNDLED_NAME else f"the bundled model {name}"
         raise CheckpointError(
-            f"the bundled model is missing from {folder}; reinstall lantern-studio, "
+            f"{what} is missing from {folder}; reinstall lantern-studio, "
             "or pass --model with a model folder"
         )
     return folder

@@ -28,6 +28,7 @@ class ModelLoading:
 class ModelReady:
     info: ModelInfo
     changed: bool  # another model than the one before (the chart starts over)
+    switched: bool = False  # the person moved from one loaded model to another: the controls take its defaults
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from PIL import Image
 from ..engine.settings import GenerationSettings, SettingsError
 from ..engine.text import PromptError, check_prompt
 from ..export import ExportError, save_png, slug
-from ..models import BUNDLED_NAME, TINY_DEMO
+from ..models import BUNDLED_NAME, TINY_DEMO, is_bundled
 from ..models.catalogue import CATALOGUE
 from ..records import RecordError, png_text
 from .compare import COMPILED, EAGER
@@ -68,6 +68,7 @@ class StudioSession:
         self.last_entry: Optional[Entry] = None
         # the controls hold a person's (or a saved) settings: a model that gets ready later keeps them
         self.settings_chosen = self.prefs.settings is not None
+        self.settings_model: Optional[str] = None  # the model whose defaults or runs the settings are for
 
     @classmethod
     def opened(cls, data_dir: Path, link: EngineLink, store: KeyValueStore) -> "StudioSession":
@@ -198,7 +199,7 @@ class StudioSession:
 
     # ------------------------------------------------------------------ the model
     def choose_model(self, spec: Optional[str]) -> None:
-        if spec not in (None, TINY_DEMO) and spec not in CATALOGUE:
+        if not is_bundled(spec) and spec != TINY_DEMO and spec not in CATALOGUE:
             spec = str(Path(spec).expanduser())
             self.prefs.remember_model(spec)
         self.model_spec = spec
@@ -223,9 +224,14 @@ class StudioSession:
     def on_model_ready(self, info: ModelInfo) -> None:
         self.queue.loading = None
         changed = self.model_info is None or self.model_info.name != info.name
-        self.model_info = info
+        # another model than the one the controls' settings were for: its own defaults (sampling, k, δ), since
+        # one model's sampling draws poorly on another (the v5 preview at the default's T 0.5 / top-k 10)
+        switched = self.settings_model is not None and self.settings_model != info.name
+        if switched:
+            self.settings_chosen = False
+        self.model_info, self.settings_model = info, info.name
         self.events.publish(QueueChanged())
-        self.events.publish(ModelReady(info, changed))
+        self.events.publish(ModelReady(info, changed, switched))
         self.settings_chosen = True
         if changed and info.profile_problem:  # the model loads; only the sliders' measured notes are missing
             self.events.publish(Notice(info.profile_problem, topic="model", level="warning"))
@@ -235,7 +241,7 @@ class StudioSession:
         self.model_info = None
         self.events.publish(QueueChanged())
         self.events.publish(ModelFailed(spec, message))
-        what = f"The bundled model ({BUNDLED_NAME})" if spec is None else f"The model {spec}"
+        what = f"The bundled model ({spec or BUNDLED_NAME})" if is_bundled(spec) else f"The model {spec}"
         self.events.publish(Notice(f"{what} could not be loaded: {message}\nOpen a model folder, or use the tiny "
                                    "demo model (random weights: it draws noise, but shows how decoding works).",
                                    topic="model", actions=("model",)))

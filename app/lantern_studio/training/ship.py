@@ -228,7 +228,7 @@ def ship(args) -> dict:
                      lambda p: save_weights(sd, p, cfg, "recogniser"))
         extra_files.append("recogniser.safetensors")
     defaults = defaults.with_(k=min(defaults.k, gpt.vocab_size - 1), top_k=min(defaults.top_k, gpt.vocab_size))
-    man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, BUNDLED_NAME, eagle=eagle, vq_file=Path(args.vq),
+    man = save_model_dir(out, gpt, vq, vq.args, conditioning, defaults, getattr(args, "name", None) or BUNDLED_NAME, eagle=eagle, vq_file=Path(args.vq),
                          extra={"extra_files": extra_files, "recogniser": "recogniser.safetensors" if "recogniser.safetensors" in extra_files else None})
     return man
 
@@ -243,6 +243,8 @@ def _sampling_arg(text: str) -> Sampling:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     r = runs_dir()
     p.add_argument("--out", default=str(bundled_dir()))
+    p.add_argument("--name", default=BUNDLED_NAME, help="the model's name in model.json (another bundled model: "
+                   "its folder's name under resources/models)")
     p.add_argument("--data", default=str(data_dir() / "emoji64"))
     p.add_argument("--vq", default=str(r / "vq" / "vq.safetensors"))
     p.add_argument("--gpt", default=str(r / "ar" / "gpt.safetensors"))
@@ -395,8 +397,8 @@ LICENCES = """## Licences and attribution
     and `@iconify-json/fluent-emoji` (SVG, rendered with resvg).
   * EmojiOne 2 (Emoji One), CC-BY 4.0 — via `@iconify-json/emojione` (SVG, rendered with resvg).
     Emoji artwork provided by EmojiOne, licensed under CC-BY 4.0: https://creativecommons.org/licenses/by/4.0/
-  * v5 data only (`train data --sets all`; the shipped weights were not trained on them): Noto Emoji v1 "blob"
-    artwork (Google), Apache License 2.0 — via `@iconify-json/noto-v1` 1.2.5; Firefox OS Emoji (Mozilla), Apache
+  * v5 data (`train data --sets all`; the v5 preview emoji-64-v5 was trained on them, emoji-64 not): Noto
+    Emoji v1 "blob" artwork (Google), Apache License 2.0 — via `@iconify-json/noto-v1` 1.2.5; Firefox OS Emoji (Mozilla), Apache
     License 2.0 — via `@iconify-json/fxemoji` 1.2.2; Streamline Emojis by Streamline (streamlinehq.com, Webalys LLC),
     CC-BY 4.0 — via `@iconify-json/streamline-emojis` 1.2.4 (https://creativecommons.org/licenses/by/4.0/). The data
     build takes a package only if it is pinned (name, version, tarball sha256) and its declared licence is
@@ -446,7 +448,8 @@ def write_model_card(out: Path, man: dict, metrics: dict, data_manifest: dict, c
     if classes:
         n_ids = arm.get("classes", {}).get("identities") or arm.get("model_args", {}).get("num_classes", "—")
         rule = cond.get("repertoire")
-        lines = [f"# {man['name']} — the bundled emoji model", "",
+        what = "the bundled emoji model" if man["name"] == BUNDLED_NAME else f"a preview bundled beside {BUNDLED_NAME}"
+        lines = [f"# {man['name']} — {what}", "",
                  f"A small LlamaGen-architecture class-conditional model (64×64 px, 16×16 = 256 tokens): the class is "
                  f"an emoji identity ({n_ids} of them), an art style ({', '.join(cond.get('styles', []))}) and a skin "
                  "tone, as one factorised prefix (identity + style + tone vectors, a learned null for guidance). "
