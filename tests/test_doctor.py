@@ -112,6 +112,19 @@ def test_model_folder_problems_are_reported(capsys, tmp_path):
     assert rc == 1 and "unreadable" in json.loads(out)["model"]["error"]
 
 
+def test_a_bundled_model_is_named_and_a_name_outside_them_is_not_a_folder(capsys, tmp_path, monkeypatch):
+    """--model emoji-64-v5 checks the bundled preview; a name no bundled model has, or a path dressed as one
+    (../emoji-64), is reported as not a folder rather than looked for under resources/."""
+    rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--no-hash", "--model", "emoji-64-v5")
+    model = json.loads(out)["model"]
+    assert model["model"] == "emoji-64-v5 (bundled)" and model["folder"].endswith("models/emoji-64-v5")
+    monkeypatch.chdir(tmp_path)
+    for spec in ("emoji-64-v9", "../emoji-64"):
+        rc, out, _ = _doctor(capsys, "--json", "--no-qt-probe", "--model", spec)
+        model = json.loads(out)["model"]
+        assert rc == 1 and model["model"] == f"{spec} (not a folder)" and "does not exist" in model["error"]
+
+
 def test_a_failing_probe_is_reported_not_raised(capsys, monkeypatch, tiny_folder):
     def boom():
         raise RuntimeError("driver exploded")

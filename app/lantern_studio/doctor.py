@@ -421,10 +421,11 @@ def _model_folder(spec: Optional[str]) -> tuple:
             return p, f"{p.name} (folder)"
         if (p.parent / "model.json").is_file() and p.name == "model.json":
             return p.parent, f"{p.parent.name} (folder)"
-    bundled = paths.resources_dir() / "models" / "emoji-64"
-    if spec and spec != "emoji-64":
+    models = paths.resources_dir() / "models"
+    if spec and not (Path(spec).name == spec and (models / spec).is_dir()):  # a bundled model is named, not a path
         return Path(spec).expanduser(), f"{spec} (not a folder)"
-    return bundled, "emoji-64 (bundled)"
+    bundled = models / (spec or "emoji-64")
+    return bundled, f"{bundled.name} (bundled)"
 
 
 def probe_model(spec: Optional[str] = None, verify: bool = True) -> dict:
