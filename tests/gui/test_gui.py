@@ -359,6 +359,7 @@ def test_the_v5_preview_is_offered_beside_the_bundled_model_and_loads_from_the_p
     got = w.controls.settings()
     assert (got.temperature, got.top_k, got.cfg_scale) == (d.temperature, d.top_k, d.cfg_scale) == (1.0, 0, 3.0)
     assert got.seed == seed
+    assert "Preview v5" not in w.controls.guarantee.text()  # its sliders do work: no pointer to itself
     job, result = run_job(qtbot, w, "a red heart")
     assert result.image.shape == (64, 64, 3)
     w.close()
@@ -370,6 +371,8 @@ def test_the_v5_preview_is_offered_beside_the_bundled_model_and_loads_from_the_p
     qtbot.waitUntil(lambda: again.model_info.name != PREVIEW_NAME, timeout=WAIT)
     assert again.session.model_spec is None
     assert again.controls.settings().temperature == again.model_info.defaults.temperature != 1.0
+    # on the default model the sliders change little, and the line under them says where to see them work
+    assert f"Preview v5 ({PREVIEW_NAME})" in again.controls.guarantee.text()
 
 
 def test_quality_score_reaches_record_and_chart(qtbot, tiny):

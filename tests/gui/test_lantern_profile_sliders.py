@@ -76,3 +76,28 @@ def _check_silent(c):
     c.set_model_info(_info(parse_profile(PROFILE)))
     c.set_settings(replace(_info().defaults, delta=1.0, bound="lantern++", lam=2.0))  # another bound: no ladder
     assert "On this model" not in c.delta.toolTip() and not c.delta.warning()
+
+
+def test_where_the_sliders_do_nothing_the_line_under_them_points_to_the_preview(qtbot):
+    """v4.1's measured δ ladder relaxes under 5 % at every rung below its break, so the line under the sliders
+    says where to see the trade-off; the v5 preview's ladder (18–33 % relaxed) is a curve and gets no such
+    line, nor does a δ where v4.1's pictures break (the warning speaks there)."""
+    from lantern_studio.models import PREVIEW_NAME, bundled_dir
+    from lantern_studio.models.lantern_profile import read_profile
+
+    flat, _ = read_profile(bundled_dir())
+    curve, _ = read_profile(bundled_dir(PREVIEW_NAME))
+    assert flat.flat("delta") and not curve.flat("delta")
+    c = _panel(qtbot)
+    try:
+        c.flat_hint = "pick the preview"
+        c.set_model_info(_info(flat))
+        c.set_settings(_info().defaults)
+        assert "pick the preview" in c.guarantee.text()
+        c.delta.setValue(1.0)
+        assert c.delta.warning() and "pick the preview" not in c.guarantee.text()
+        c.set_model_info(_info(curve))
+        c.delta.setValue(0.2)
+        assert "Measured on this model at δ 0.2" in c.guarantee.text() and "pick the preview" not in c.guarantee.text()
+    finally:
+        c.match_line.shutdown()

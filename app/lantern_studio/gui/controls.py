@@ -129,6 +129,8 @@ class ControlsPanel(QWidget):
         self._defaults = GenerationSettings()
         self._tokens: Optional[int] = None  # image tokens of the loaded model (grid²)
         self._profile = None  # the loaded model's measured LANTERN profile (set_model_info)
+        # said under the sliders where the profile shows they do nothing on this model (set by the window)
+        self.flat_hint = ""
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 10, 0, 10)  # no right margin: the settings' own scroll bar sits there
         lay.setSpacing(10)
@@ -376,6 +378,8 @@ class ControlsPanel(QWidget):
             measured.append(profile.at("delta", settings.delta))
             if self.k.warning():
                 measured.append(profile.at("k", settings.k))
+            if self.flat_hint and profile.flat("delta") and not self.delta.warning():
+                measured.append(self.flat_hint)
         measured_text = " ".join(t for t in measured if t)
         lines = [self._guarantee_text(), measured_text]
         if self.k.warning() or self.delta.warning():

@@ -72,6 +72,17 @@ class LanternProfile:
         lad = self.ladders.get(knob)
         return lad.breaks_at if lad else None
 
+    def flat(self, knob: str, share: float = 0.05) -> bool:
+        """Whether the knob does nothing on this model before pictures break: every relaxed rung measured below
+        the break (at least two) accepted under ``share`` of its tokens by the relaxation (a nearly one-hot
+        model, as v4.1 is: δ 0 … 0.9 relax 0–1 %)."""
+        lad = self.ladders.get(knob)
+        if lad is None:
+            return False
+        below = [r for r in lad.rungs if r.value > 0 and (lad.breaks_at is None or r.value < lad.breaks_at)
+                 and r.relaxed_share is not None]
+        return len(below) >= 2 and all(r.relaxed_share < share for r in below)
+
     def applies_to(self, settings) -> bool:
         """Whether ``settings`` (a GenerationSettings or anything with its sampling fields) sample as the
         profile was measured: another temperature or top-k/top-p moves every rung."""
