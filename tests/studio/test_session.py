@@ -233,3 +233,19 @@ def test_a_damaged_lantern_profile_is_one_warning_and_the_model_still_loads(sess
     session.heard.clear()
     session.on_model_ready(replace(info(name="other"), profile_problem=problem))  # the same model again: said once
     assert not of(session, ev.Notice)
+
+
+def test_a_switch_to_another_model_hands_the_controls_its_defaults_and_a_reload_does_not(tmp_path):
+    """The first model and a reload of the same one keep the settings the person chose (or saved); moving to
+    another model marks them as not chosen while its ModelReady is heard, so the view applies its defaults —
+    even after a failed load in between — and they count as chosen again afterwards."""
+    s = StudioSession(tmp_path / "data", Link())
+    seen = []
+    s.events.subscribe(ev.ModelReady, lambda e: seen.append((e.info.name, e.switched, s.settings_chosen)))
+    s.on_model_ready(info("a"))
+    s.settings_chosen = True  # the person moved a slider
+    s.on_model_ready(info("a"))  # the same model again (a reload after a compile setting changed)
+    s.on_model_failed("/nowhere", "no model.json")
+    s.on_model_ready(info("b"))
+    assert seen == [("a", False, False), ("a", False, True), ("b", True, False)]
+    assert s.settings_chosen
