@@ -242,10 +242,10 @@ class MainWindow(WindowLayout):
     # ------------------------------------------------------------------ models
     def _refresh_model_choices(self) -> None:
         choices = [(f"Bundled model ({BUNDLED_NAME})", None)]
-        previews = installed_previews()
-        choices += [(f"Preview v5 ({name})", name) for name in previews]
-        self.controls.flat_hint = (f"Here the sliders change little: pick Preview v5 ({previews[0]}) in Model to "
-                                   "see them trade speed for fidelity." if previews else "")
+        previews = [(f"Preview v5 ({name})", name) for name in installed_previews()]
+        choices += previews
+        self.controls.flat_hint = (f"Here the sliders change little: pick {previews[0][0]} in Model to see them "
+                                   "trade speed for fidelity." if previews else "")
         choices.append(("Tiny demo model (random weights)", TINY_DEMO))
         spec, folders = self.session.model_spec, list(self.session.prefs.recent_models)
         if not is_bundled(spec) and spec != TINY_DEMO and spec not in folders:
