@@ -21,8 +21,8 @@ from ..engine.pipeline import to_uint8
 from ..engine.tokenizer import load_vq
 from ..paths import data_dir
 from .ar import tokenize_images
-from .data import dataset_sample
 from .errors import command
+from .sample import dataset_sample
 
 #: hue families by 60° sectors centred on the primaries (red 330–30°, …); "grey" below SATURATED saturation
 HUES = ("red", "orange/yellow", "green", "cyan/teal", "blue", "purple/pink")

@@ -55,11 +55,10 @@ from tqdm import tqdm
 from .. import paths
 from ..engine.files import atomic_write, sha256_file
 from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS, DatasetError,
-                              default_out_dir, load_dataset)
+                              default_out_dir)
 from . import iconify
 from .iconify import compose_on_white
 from .common import say
-from .errors import TrainingError
 from .npm_packages import (ALLOWED_LICENCES, EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, PACKAGES, TWITTER_PACKAGE,
                            PackageSpec, check_licence, check_pinned, default_packages_dir, extract_package,
                            fetch_packages, refused, verify_tarball, wanted_members)
@@ -767,17 +766,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def dataset_sample(data, images: int, seed: int, command: str, limit: int) -> np.ndarray:
-    """``images`` dataset pictures (N, H, W, 3) uint8 drawn with ``seed``, in dataset order, for a measuring
-    command (``train jitter``, ``train colours``): a missing or damaged dataset, or a count outside [1, limit],
-    is one ``TrainingError`` line naming ``command``."""
-    try:
-        pictures, _meta, _manifest = load_dataset(data)
-    except (DatasetError, FileNotFoundError) as e:
-        raise TrainingError(f"{command}: {e}") from None
-    if not 1 <= images <= limit:
-        raise TrainingError(f"{command} --images: must be in [1, {limit}], got {images}")
-    pick = np.random.default_rng(seed).choice(len(pictures), size=min(images, len(pictures)), replace=False)
-    return np.ascontiguousarray(pictures[np.sort(pick)])

@@ -26,8 +26,8 @@ import torch
 
 from ..engine.tokenizer import load_vq
 from ..paths import data_dir
-from .data import dataset_sample
 from .errors import TrainingError, command
+from .sample import dataset_sample
 
 KINDS = ("global", "pixel")
 #: the strengths each kind draws from, uniformly; recorded with the prepared data and the model card

@@ -21,8 +21,8 @@ from ..engine.checkpoints import CheckpointError, load_gpt, save_gpt
 from ..engine.tokenizer import load_vq
 from ..paths import data_dir
 from .ar import tokenize_images
-from .data import dataset_sample
 from .errors import TrainingError, command
+from .sample import dataset_sample
 
 TOKEN_ROWS = ("tok_embeddings.weight", "output.weight")  # the weights a code's number indexes
 
