@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from lantern_studio.training import data
+from lantern_studio.training import data, identities
 
 # --------------------------------------------------------------------------- #
 # Fake packages
@@ -23,7 +23,7 @@ def _codes(n_train: int, n_heldout: int) -> tuple[list[str], list[str]]:
     cp = 0x1F400
     while len(train) < n_train or len(held) < n_heldout:
         code = f"{cp:X}"
-        if data.is_heldout(code):
+        if identities.is_heldout(code):
             if len(held) < n_heldout:
                 held.append(code)
         elif len(train) < n_train:

@@ -19,7 +19,7 @@ from PIL import Image
 from lantern_studio.engine.files import sha256_file
 from lantern_studio.models.dataset import (IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS, DatasetError, load_dataset,
                                           split_indices)
-from lantern_studio.training import data, npm_packages
+from lantern_studio.training import captions, data, identities, npm_packages
 from lantern_studio.training.iconify import compose_on_white
 
 from support.emoji_packages import COLOURS, HELD, PLAIN, THUMBS, _make_packages
@@ -115,9 +115,9 @@ def test_captions_and_metadata(built):
 
 
 def test_skin_tone_words():
-    assert data.skin_tone_words("1F3FD") == "medium skin tone"
-    assert data.skin_tone_words("1F3FB-1F3FF") == "light skin tone, dark skin tone"
-    assert data.skin_tone_words("1F3FC-1F3FC") == "medium-light skin tone"
+    assert captions.skin_tone_words("1F3FD") == "medium skin tone"
+    assert captions.skin_tone_words("1F3FB-1F3FF") == "light skin tone, dark skin tone"
+    assert captions.skin_tone_words("1F3FC-1F3FC") == "medium-light skin tone"
 
 
 def test_split_is_by_identity_and_deterministic(built, packages, tmp_path):
@@ -143,13 +143,13 @@ def test_split_is_by_identity_and_deterministic(built, packages, tmp_path):
 
 def test_split_hash_is_stable_and_about_four_percent():
     # Pinned values: sha256-based, independent of PYTHONHASHSEED and of the dataset.
-    assert data.heldout_score("1F600") == pytest.approx(
-        int.from_bytes(hashlib.sha256(f"{data.SPLIT_SALT}:1F600".encode()).digest()[:8], "big") / 2**64
+    assert identities.heldout_score("1F600") == pytest.approx(
+        int.from_bytes(hashlib.sha256(f"{identities.SPLIT_SALT}:1F600".encode()).digest()[:8], "big") / 2**64
     )
     # FE0F and case do not change an identity's split.
-    assert data.heldout_score("2764-fe0f") == data.heldout_score("2764")
+    assert identities.heldout_score("2764-fe0f") == identities.heldout_score("2764")
     codes = [f"{cp:X}" for cp in range(0x1F000, 0x1F000 + 5000)]
-    frac = sum(map(data.is_heldout, codes)) / len(codes)
+    frac = sum(map(identities.is_heldout, codes)) / len(codes)
     assert 0.03 < frac < 0.05
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from lantern_studio.models.dataset import DatasetError, load_dataset, split_indices
-from lantern_studio.training import data, iconify
+from lantern_studio.training import captions, data, iconify, identities
 from support.emoji_packages import HELD, PLAIN, THUMBS, _make_packages
 
 STYLE_COLOURS = {"fluent-flat": "#c81e1e", "fluent-color": "#1ec81e", "emojione": "#1e1ec8"}
@@ -93,9 +93,9 @@ def test_every_style_is_aligned_to_the_emojibase_identity(multi_style):
 
 
 def test_short_caption_strips_every_style():
-    for words in data.STYLE_WORDS.values():
-        assert data.short_caption(f"thumbs up: dark skin tone, {words} style") == "thumbs up: dark skin tone"
-    assert data.short_caption("a fashion style") == "a fashion style"
+    for words in captions.STYLE_WORDS.values():
+        assert captions.short_caption(f"thumbs up: dark skin tone, {words} style") == "thumbs up: dark skin tone"
+    assert captions.short_caption("a fashion style") == "a fashion style"
 
 
 def _identity_shares(meta, rows, draws: torch.Tensor) -> dict[str, float]:
@@ -114,7 +114,7 @@ def test_identity_balanced_sampler_does_not_oversample_variant_heavy_identities(
     per_id = Counter(meta[i]["identity"] for i in rows)
     # The fixture is lopsided: thumbs up has many more renderings than the others.
     assert per_id[THUMBS] >= 4 * min(per_id.values())
-    w = data.identity_weights(meta, rows)
+    w = identities.identity_weights(meta, rows)
     assert w.shape == (len(rows),) and abs(w.sum() - 1) < 1e-12
     for ident in per_id:  # each identity's total weight is equal
         assert abs(sum(w[j] for j, i in enumerate(rows) if meta[i]["identity"] == ident) - 1 / len(per_id)) < 1e-12
@@ -141,7 +141,7 @@ def test_ar_prepare_carries_identity_weights(multi_style, tmp_path):
     prep = ar.prepare(out, vq_path, tmp_path / "run", encoder="hash:16", length=6, shifts=[(0, 0)], log=lambda m: None)
     _, meta, _ = load_dataset(out)
     rows = [int(i) for i in split_indices(meta, "train")]
-    assert torch.allclose(prep.weights[rows], torch.from_numpy(data.identity_weights(meta, rows)))
+    assert torch.allclose(prep.weights[rows], torch.from_numpy(identities.identity_weights(meta, rows)))
     assert float(prep.weights[~prep.train].abs().sum()) == 0.0
 
 

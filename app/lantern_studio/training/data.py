@@ -57,11 +57,39 @@ from ..engine.files import atomic_write, sha256_file
 from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS, DatasetError,
                               default_out_dir)
 from . import iconify
-from .iconify import compose_on_white
+from .captions import SKIN_TONES, STYLE_WORDS, short_caption, skin_tone_words
 from .common import say
+from .iconify import compose_on_white
+from .identities import HELDOUT_FRACTION, SPLIT_SALT, identity_weights, normalize_code, split_of
 from .npm_packages import (ALLOWED_LICENCES, EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, PACKAGES, TWITTER_PACKAGE,
                            PackageSpec, check_licence, check_pinned, default_packages_dir, extract_package,
                            fetch_packages, refused, verify_tarball, wanted_members)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "VENDORS",
+    "ARTWORK_LICENSES",
+    "VENDOR_ARTWORK_SPDX",
+    "ATTRIBUTIONS",
+    "DEFAULT_SETS",
+    "ALL_SETS",
+    "V5_DATASET_NAME",
+    "group_key",
+    "select_sets",
+    "selection_name",
+    "out_dir_for",
+    "package_specs",
+    "check_licences",
+    "build_from_extracted",
+    "complete_manifest",
+    "build",
+    "add_arguments",
+    "run",
+    "main",
+    # re-exported for training/ar.py, which imports them from here
+    "identity_weights",
+    "short_caption",
+]
 
 # --------------------------------------------------------------------------- #
 # Constants
@@ -69,9 +97,6 @@ from .npm_packages import (ALLOWED_LICENCES, EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, 
 
 FORMAT_VERSION = 3  # 3: each row carries its emoji's first Emoji version (emojibase)
 VENDORS = ("google", "twitter")  # the PNG styles of emoji-datasource
-HELDOUT_FRACTION = 0.04
-# Salt of the split hash; changing it reshuffles which identities are held out.
-SPLIT_SALT = "lantern-studio/emoji64/split/v1"
 
 # Licences of the artwork itself (the packages' code and metadata are MIT);
 # recorded in the manifest so the model card can carry the attribution.
@@ -92,73 +117,11 @@ ATTRIBUTIONS: dict[str, str] = {
 DEFAULT_SETS = "default"
 ALL_SETS = "all"
 V5_DATASET_NAME = f"{DATASET_NAME}-v5"
-# How captions name each style: "thumbs up, fluent flat style".
-STYLE_WORDS: dict[str, str] = {"google": "google", "twitter": "twitter", **iconify.styles()}
-
-# Fitzpatrick modifiers → CLDR skin tone names.
-SKIN_TONES = {
-    "1F3FB": "light skin tone",
-    "1F3FC": "medium-light skin tone",
-    "1F3FD": "medium skin tone",
-    "1F3FE": "medium-dark skin tone",
-    "1F3FF": "dark skin tone",
-}
 
 
 # --------------------------------------------------------------------------- #
 # Small helpers
 # --------------------------------------------------------------------------- #
-
-
-def normalize_code(code: str) -> str:
-    """Uppercase code points joined by '-', variation selector FE0F dropped.
-
-    emoji-datasource's ``unified`` and emojibase's ``hexcode`` disagree on FE0F
-    for some emoji; this key matches them anyway.
-    """
-    return "-".join(p for p in code.strip().upper().split("-") if p and p != "FE0F")
-
-
-def heldout_score(identity: str) -> float:
-    """A stable number in [0, 1) for an identity code (sha256-based, not ``hash``)."""
-    digest = hashlib.sha256(f"{SPLIT_SALT}:{normalize_code(identity)}".encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
-
-def is_heldout(identity: str, fraction: float = HELDOUT_FRACTION) -> bool:
-    """Whether the emoji identity (base code) belongs to the held-out split."""
-    return heldout_score(identity) < fraction
-
-
-def split_of(identity: str, fraction: float = HELDOUT_FRACTION) -> str:
-    return "heldout" if is_heldout(identity, fraction) else "train"
-
-
-def short_caption(caption: str) -> str:
-    """'thumbs up: medium skin tone, fluent flat style' → 'thumbs up: medium skin tone'."""
-    for words in STYLE_WORDS.values():
-        suffix = f", {words} style"
-        if caption.endswith(suffix):
-            return caption[: -len(suffix)]
-    return caption
-
-
-def identity_weights(meta: list[dict[str, Any]], indices: Iterable[int]) -> np.ndarray:
-    """Sampling weights over ``indices`` (summing to 1) that give every identity the same share.
-
-    An identity's renderings — skin tones, genders drawn as variants, art styles —
-    split its share equally, so an emoji drawn 30 ways is not picked 30 times as
-    often as one drawn twice.
-    """
-    idx = list(indices)
-    ids = [meta[i]["identity"] for i in idx]
-    counts: dict[str, int] = {}
-    for k in ids:
-        counts[k] = counts.get(k, 0) + 1
-    if not idx:
-        return np.zeros(0)
-    w = np.array([1.0 / counts[k] for k in ids])
-    return w / w.sum()
 
 
 def group_key(text: str) -> str:
@@ -167,19 +130,6 @@ def group_key(text: str) -> str:
     for ch in text.lower():
         out.append(ch if ch.isalnum() else "-")
     return "-".join(p for p in "".join(out).split("-") if p)
-
-
-def skin_tone_words(key: str) -> str:
-    """emoji-datasource skin key ('1F3FD' or '1F3FB-1F3FF') → CLDR words.
-
-    Two equal tones collapse to one ('1F3FB-1F3FB' → 'light skin tone'), as CLDR
-    names them.
-    """
-    parts = [p for p in key.upper().split("-") if p]
-    words = [SKIN_TONES.get(p, f"skin tone {p}") for p in parts]
-    if len(set(words)) == 1:
-        return words[0]
-    return ", ".join(words)
 
 
 def select_sets(sets: str | Iterable[str] | None = DEFAULT_SETS) -> tuple[iconify.IconSet, ...]:

@@ -34,7 +34,7 @@ from ..models.classes import REPERTOIRES, read_vocabulary
 from ..models.local import copy_or_save, load_eagle, load_model_dir, read_manifest, save_model_dir
 from ..paths import data_dir, runs_dir
 from ..reports import machine_info, reference_of
-from .data import short_caption
+from .captions import short_caption
 from .validation import Sampling
 from .recipes import AMBIGUITY_V5, DRAWS_WELL, DRAWS_WELL_V3, PROMPTING_V3, RECIPE, RECIPE_V3
 
