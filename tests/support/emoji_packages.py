@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from lantern_studio.training import data, identities
+from lantern_studio.training import art_sets, identities
 
 # --------------------------------------------------------------------------- #
 # Fake packages
@@ -128,7 +128,7 @@ GROUPS = {
 def _make_packages(root: Path) -> tuple[Path, Path, Path]:
     entries = _datasource_entries()
     dirs = {}
-    for vendor in data.VENDORS:
+    for vendor in art_sets.VENDORS:
         d = root / f"emoji-datasource-{vendor}" / "package"
         d.mkdir(parents=True)
         (d / "emoji.json").write_text(json.dumps(entries))

@@ -18,7 +18,7 @@ import pytest
 from lantern_studio import about, paths
 from lantern_studio.engine.files import sha256_file
 from lantern_studio.models.dataset import IMAGES_FILE, MANIFEST_FILE, META_FILE, DatasetError, load_dataset
-from lantern_studio.training import data, iconify, npm_packages
+from lantern_studio.training import art_sets, data, iconify, npm_packages
 
 from support.emoji_packages import HELD, PLAIN, THUMBS, _make_packages, make_icon_set, pack
 
@@ -237,15 +237,15 @@ def test_real_pins_of_the_opt_in_sets():
 def test_selection_order_and_default_folders(monkeypatch, tmp_path):
     monkeypatch.setattr(paths, "data_dir", lambda: tmp_path / "data")
     today = [s.style for s in iconify.ICON_SETS]
-    assert data.select_sets("default") == data.select_sets(None) == iconify.ICON_SETS
-    assert [s.style for s in data.select_sets("all")] == [*today, "noto-blob", "fxemoji", "streamline"]
+    assert art_sets.select_sets("default") == art_sets.select_sets(None) == iconify.ICON_SETS
+    assert [s.style for s in art_sets.select_sets("all")] == [*today, "noto-blob", "fxemoji", "streamline"]
     # any order asked for comes out in canonical order, today's sets always first
-    assert [s.style for s in data.select_sets("streamline,noto-blob")] == [*today, "noto-blob", "streamline"]
+    assert [s.style for s in art_sets.select_sets("streamline,noto-blob")] == [*today, "noto-blob", "streamline"]
     with pytest.raises(DatasetError, match=r"^unknown art set openmoji \(known: default, all, google"):
-        data.select_sets("openmoji")
-    assert data.out_dir_for(data.select_sets("default")) == tmp_path / "data" / "emoji64"
-    assert data.out_dir_for(data.select_sets("all")) == tmp_path / "data" / "emoji64-v5"
-    assert data.out_dir_for(data.select_sets("fxemoji")) == tmp_path / "data" / "emoji64-v5-fxemoji"
+        art_sets.select_sets("openmoji")
+    assert art_sets.out_dir_for(art_sets.select_sets("default")) == tmp_path / "data" / "emoji64"
+    assert art_sets.out_dir_for(art_sets.select_sets("all")) == tmp_path / "data" / "emoji64-v5"
+    assert art_sets.out_dir_for(art_sets.select_sets("fxemoji")) == tmp_path / "data" / "emoji64-v5-fxemoji"
     parser = argparse.ArgumentParser()
     data.add_arguments(parser)
     assert parser.parse_args([]).sets == "default" and parser.parse_args(["--sets", "all"]).sets == "all"

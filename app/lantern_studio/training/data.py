@@ -57,6 +57,7 @@ from ..engine.files import atomic_write, sha256_file
 from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FILE, META_FILE, SPLITS, DatasetError,
                               default_out_dir)
 from . import iconify
+from .art_sets import ALL_SETS, DEFAULT_SETS, V5_DATASET_NAME, out_dir_for, select_sets
 from .captions import SKIN_TONES, STYLE_WORDS, short_caption, skin_tone_words
 from .common import say
 from .iconify import compose_on_white
@@ -67,17 +68,10 @@ from .npm_packages import (ALLOWED_LICENCES, EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, 
 
 __all__ = [
     "FORMAT_VERSION",
-    "VENDORS",
     "ARTWORK_LICENSES",
     "VENDOR_ARTWORK_SPDX",
     "ATTRIBUTIONS",
-    "DEFAULT_SETS",
-    "ALL_SETS",
-    "V5_DATASET_NAME",
     "group_key",
-    "select_sets",
-    "selection_name",
-    "out_dir_for",
     "package_specs",
     "check_licences",
     "build_from_extracted",
@@ -96,7 +90,6 @@ __all__ = [
 # --------------------------------------------------------------------------- #
 
 FORMAT_VERSION = 3  # 3: each row carries its emoji's first Emoji version (emojibase)
-VENDORS = ("google", "twitter")  # the PNG styles of emoji-datasource
 
 # Licences of the artwork itself (the packages' code and metadata are MIT);
 # recorded in the manifest so the model card can carry the attribution.
@@ -113,11 +106,6 @@ ATTRIBUTIONS: dict[str, str] = {
     **{s.style: s.attribution for s in iconify.ALL_ICON_SETS if s.attribution},
 }
 
-# Which art sets a build uses (``--sets``), and where each selection goes by default.
-DEFAULT_SETS = "default"
-ALL_SETS = "all"
-V5_DATASET_NAME = f"{DATASET_NAME}-v5"
-
 
 # --------------------------------------------------------------------------- #
 # Small helpers
@@ -130,47 +118,6 @@ def group_key(text: str) -> str:
     for ch in text.lower():
         out.append(ch if ch.isalnum() else "-")
     return "-".join(p for p in "".join(out).split("-") if p)
-
-
-def select_sets(sets: str | Iterable[str] | None = DEFAULT_SETS) -> tuple[iconify.IconSet, ...]:
-    """The Iconify sets of a selection, in canonical style order (today's first, then the opt-in ones).
-
-    ``"default"``/None: today's :data:`.iconify.ICON_SETS`; ``"all"``: every known set; else
-    style keys (a list, or one comma-separated string) — today's sets are always included, so
-    their rows keep their order and a model's style indices stay valid.
-    """
-    if sets is None or sets == DEFAULT_SETS:
-        return iconify.ICON_SETS
-    if sets == ALL_SETS:
-        return iconify.ALL_ICON_SETS
-    wanted = [w.strip() for w in (sets.split(",") if isinstance(sets, str) else sets) if w.strip()]
-    known = iconify.sets_by_style()
-    unknown = [w for w in wanted if w not in known and w not in VENDORS and w not in (DEFAULT_SETS, ALL_SETS)]
-    if unknown:
-        raise DatasetError(f"unknown art set {', '.join(unknown)} (known: {DEFAULT_SETS}, {ALL_SETS}, "
-                           f"{', '.join([*VENDORS, *known])})")
-    if ALL_SETS in wanted:
-        return iconify.ALL_ICON_SETS
-    return tuple(s for s in iconify.ALL_ICON_SETS if s in iconify.ICON_SETS or s.style in wanted)
-
-
-def selection_name(sets: tuple[iconify.IconSet, ...]) -> str:
-    """"default", "all", or the opt-in styles joined by '+'."""
-    if sets == iconify.ICON_SETS:
-        return DEFAULT_SETS
-    if sets == iconify.ALL_ICON_SETS:
-        return ALL_SETS
-    return "+".join(s.style for s in sets if s not in iconify.ICON_SETS)
-
-
-def out_dir_for(sets: tuple[iconify.IconSet, ...]) -> Path:
-    """Default dataset folder of a selection: today's ``emoji64``, ``emoji64-v5`` for all sets."""
-    name = selection_name(sets)
-    if name == DEFAULT_SETS:
-        return default_out_dir()
-    if name == ALL_SETS:
-        return paths.data_dir() / V5_DATASET_NAME
-    return paths.data_dir() / f"{V5_DATASET_NAME}-{name}"
 
 
 def package_specs(sets: tuple[iconify.IconSet, ...]) -> tuple[PackageSpec, ...]:
