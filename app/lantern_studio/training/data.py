@@ -32,6 +32,10 @@ Steps:
    ``manifest.json`` packages, hashes, counts, subgroups; written last, so its
                     presence marks a complete dataset.
 
+   The rows come from :mod:`.renderings`, captioned by :mod:`.captions` and split
+   by :mod:`.identities`; :mod:`.art_sets` says which styles a ``--sets`` selection
+   takes and where it goes.
+
 Everything but step 1 works offline; tests build from fabricated package folders.
 """
 
@@ -44,7 +48,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -58,24 +61,24 @@ from ..models.dataset import (DATASET_NAME, IMAGE_SIZE, IMAGES_FILE, MANIFEST_FI
                               default_out_dir)
 from . import iconify
 from .art_sets import ALL_SETS, DEFAULT_SETS, V5_DATASET_NAME, out_dir_for, select_sets
-from .captions import SKIN_TONES, STYLE_WORDS, short_caption, skin_tone_words
+from .captions import short_caption
 from .common import say
 from .iconify import compose_on_white
-from .identities import HELDOUT_FRACTION, SPLIT_SALT, identity_weights, normalize_code, split_of
+from .identities import HELDOUT_FRACTION, SPLIT_SALT, identity_weights, normalize_code
 from .npm_packages import (ALLOWED_LICENCES, EMOJIBASE_PACKAGE, GOOGLE_PACKAGE, PACKAGES, TWITTER_PACKAGE,
                            PackageSpec, check_licence, check_pinned, default_packages_dir, extract_package,
                            fetch_packages, refused, verify_tarball, wanted_members)
+from .renderings import Emojibase, collect_icons, collect_pngs, loose_names
 
 __all__ = [
     "FORMAT_VERSION",
     "ARTWORK_LICENSES",
     "VENDOR_ARTWORK_SPDX",
     "ATTRIBUTIONS",
-    "group_key",
-    "package_specs",
     "check_licences",
     "build_from_extracted",
     "complete_manifest",
+    "package_specs",
     "build",
     "add_arguments",
     "run",
@@ -108,31 +111,8 @@ ATTRIBUTIONS: dict[str, str] = {
 
 
 # --------------------------------------------------------------------------- #
-# Small helpers
+# The licence rule, composing and writing
 # --------------------------------------------------------------------------- #
-
-
-def group_key(text: str) -> str:
-    """'People & Body' → 'people-body' (emojibase's group key style)."""
-    out = []
-    for ch in text.lower():
-        out.append(ch if ch.isalnum() else "-")
-    return "-".join(p for p in "".join(out).split("-") if p)
-
-
-def package_specs(sets: tuple[iconify.IconSet, ...]) -> tuple[PackageSpec, ...]:
-    """The pinned packages a selection is built from: today's (:data:`PACKAGES`) plus its opt-in sets'."""
-    extra = tuple(PackageSpec(s.package, s.version, s.sha256) for s in sets if s not in iconify.ICON_SETS)
-    return (*PACKAGES, *extra)
-
-
-# --------------------------------------------------------------------------- #
-# Reading the metadata and composing
-# --------------------------------------------------------------------------- #
-
-
-def _read_json(path: Path, what: str) -> Any:
-    return iconify.read_json(path, what, DatasetError)
 
 
 def _package_info(pkg_dir: Path) -> dict[str, Any]:
@@ -145,211 +125,6 @@ def _package_info(pkg_dir: Path) -> dict[str, Any]:
         except (OSError, json.JSONDecodeError):
             pass
     return info
-
-
-class _Emojibase:
-    """Lookup of emojibase entries by normalised hexcode (base and skins)."""
-
-    def __init__(self, emojibase_dir: Path):
-        data = _read_json(emojibase_dir / "en" / "data.json", "emojibase en/data.json")
-        groups_path = emojibase_dir / "meta" / "groups.json"
-        groups = _read_json(groups_path, "emojibase meta/groups.json") if groups_path.is_file() else {}
-        self.group_names: dict[int, str] = {int(k): v for k, v in (groups.get("groups") or {}).items()}
-        self.subgroup_names: dict[int, str] = {
-            int(k): v for k, v in (groups.get("subgroups") or {}).items()
-        }
-        self.base: dict[str, dict] = {}
-        self.skin: dict[str, dict] = {}
-        self.parent: dict[str, dict] = {}  # skin hexcode → its base entry
-        for entry in data:
-            code = entry.get("hexcode")
-            if not code:
-                continue
-            self.base.setdefault(normalize_code(code), entry)
-            for skin in entry.get("skins") or []:
-                if skin.get("hexcode"):
-                    self.skin.setdefault(normalize_code(skin["hexcode"]), skin)
-                    self.parent.setdefault(normalize_code(skin["hexcode"]), entry)
-
-    def group(self, entry: dict | None) -> str | None:
-        if entry is None or entry.get("group") is None:
-            return None
-        return self.group_names.get(int(entry["group"]))
-
-    def subgroup(self, entry: dict | None) -> str | None:
-        if entry is None or entry.get("subgroup") is None:
-            return None
-        return self.subgroup_names.get(int(entry["subgroup"]))
-
-
-@dataclass
-class _Rendering:
-    path: Path | None  # a PNG, or
-    meta: dict[str, Any]
-    svg: str | None = None  # SVG markup to rasterise
-
-
-def _collect(
-    vendor_dirs: dict[str, Path], eb: _Emojibase
-) -> tuple[list[_Rendering], dict[str, int], int]:
-    """All renderings, identity-major: base then skins, each in every vendor.
-
-    Returns (renderings, skipped counts per vendor, number of base entries
-    without an emojibase match).
-    """
-    per_vendor: dict[str, list[dict]] = {}
-    for vendor, vdir in vendor_dirs.items():
-        per_vendor[vendor] = _read_json(vdir / "emoji.json", f"{vendor} emoji.json")
-
-    # Union of base entries over vendors, ordered by sort_order then code.
-    bases: dict[str, dict[str, dict]] = {}
-    for vendor, entries in per_vendor.items():
-        for e in entries:
-            if not e.get("unified"):
-                continue
-            bases.setdefault(e["unified"].upper(), {})[vendor] = e
-
-    def order(item: tuple[str, dict[str, dict]]) -> tuple:
-        entry = next(iter(item[1].values()))
-        so = entry.get("sort_order")
-        return (so if isinstance(so, (int, float)) else float("inf"), item[0])
-
-    renderings: list[_Rendering] = []
-    skipped = {v: 0 for v in vendor_dirs}
-    unmatched = 0
-    for identity, by_vendor in sorted(bases.items(), key=order):
-        any_entry = next(iter(by_vendor.values()))
-        eb_base = eb.base.get(normalize_code(identity))
-        if eb_base is None:
-            unmatched += 1
-        if eb_base is not None and eb_base.get("label"):
-            name = eb_base["label"]
-        else:
-            name = (any_entry.get("short_name") or identity).replace("_", " ")
-        group = eb.group(eb_base) or (group_key(any_entry["category"]) if any_entry.get("category") else None)
-        subgroup = eb.subgroup(eb_base) or any_entry.get("subcategory")
-        tags = list((eb_base or {}).get("tags") or [])
-        split = split_of(identity)
-
-        # Renderings of this identity: (skin key or None, per-vendor entry).
-        skin_keys: list[str] = []
-        for e in by_vendor.values():
-            for k in (e.get("skin_variations") or {}):
-                if k not in skin_keys:
-                    skin_keys.append(k)
-        variants: list[str | None] = [None, *skin_keys]
-
-        for key in variants:
-            for vendor in vendor_dirs:
-                base_entry = by_vendor.get(vendor)
-                if base_entry is None:
-                    continue
-                if key is None:
-                    item = base_entry
-                else:
-                    item = (base_entry.get("skin_variations") or {}).get(key)
-                    if item is None:
-                        continue
-                if not item.get(f"has_img_{vendor}", False) or not item.get("image"):
-                    continue
-                path = vendor_dirs[vendor] / "img" / vendor / "64" / item["image"]
-                if not path.is_file():
-                    skipped[vendor] += 1
-                    continue
-                code = (item.get("unified") or identity).upper()
-                if key is None:
-                    tone = None
-                    label = name
-                else:
-                    tone = skin_tone_words(key)
-                    eb_skin = eb.skin.get(normalize_code(code))
-                    label = eb_skin["label"] if eb_skin and eb_skin.get("label") else f"{name}: {tone}"
-                caption = f"{label}, {STYLE_WORDS[vendor]} style"
-                renderings.append(
-                    _Rendering(
-                        path,
-                        {
-                            "caption": caption,
-                            "identity": identity,
-                            "name": name,
-                            "vendor": vendor,
-                            "style": vendor,
-                            "skin_tone": tone,
-                            "group": group,
-                            "subgroup": subgroup,
-                            "tags": tags,
-                            "emoji_version": (eb_base or {}).get("version"),
-                            "split": split,
-                            "code": code,
-                        },
-                    )
-                )
-    return renderings, skipped, unmatched
-
-
-def _loose_names(vendor_dirs: dict[str, Path], eb: _Emojibase) -> dict[str, str]:
-    """{compacted Unicode or short name: normalised base code} from emoji-datasource's
-    ``emoji.json`` (the first vendor's), for the loose alignment of the opt-in sets."""
-    names: dict[str, str] = {}
-    for vendor, vdir in vendor_dirs.items():
-        entries = _read_json(vdir / "emoji.json", f"{vendor} emoji.json")
-        for field in ("name", "short_names"):
-            for e in entries:
-                code = normalize_code(e.get("unified") or "")
-                if code not in eb.base:
-                    continue
-                values = e.get(field)
-                for v in (values if isinstance(values, list) else [values]):
-                    if isinstance(v, str) and v:
-                        names.setdefault(iconify.compact(v), code)
-        break
-    return names
-
-
-def _collect_icons(
-    style: str, data: iconify.IconData, eb: _Emojibase, identities: dict[str, str],
-    names: dict[str, str] | None = None, codes: Iterable[tuple[str, str]] = (),
-) -> tuple[list[_Rendering], int, int]:
-    """Renderings of one Iconify set aligned to emojibase; (renderings, icons not matched,
-    icons of an identity the PNG styles do not draw).
-
-    ``identities`` maps a normalised base code to the identity string the PNG
-    styles use for it, so every style of one emoji shares one identity; an icon
-    set adds pictures to those identities, never identities of its own (Firefox
-    OS's bare regional-indicator letters would be).
-    ``names`` makes the alignment loose, ``codes`` fixes some icons' code points (:func:`.iconify.align`).
-    """
-    pairs = iconify.align(data, eb.base, eb.skin, names, codes)
-    out: list[_Rendering] = []
-    outside = 0
-    for name, code in pairs:
-        entry = eb.base.get(code) or eb.skin.get(code) or {}
-        base = eb.base.get(code) or eb.parent.get(code) or eb.base.get(iconify.without_skin(code))
-        if base is None or not base.get("label"):
-            continue
-        base_code = normalize_code(base["hexcode"])
-        identity = identities.get(base_code)
-        if identity is None:
-            outside += 1
-            continue
-        modifiers = [p for p in code.split("-") if p in SKIN_TONES]
-        tone = skin_tone_words("-".join(modifiers)) if modifiers and code not in eb.base else None
-        label = entry.get("label") or (f"{base['label']}: {tone}" if tone else base["label"])
-        out.append(_Rendering(None, {
-            "caption": f"{label}, {STYLE_WORDS[style]} style",
-            "identity": identity,
-            "name": base["label"],
-            "vendor": style,
-            "style": style,
-            "skin_tone": tone,
-            "group": eb.group(base),
-            "subgroup": eb.subgroup(base),
-            "tags": list(base.get("tags") or []),
-            "emoji_version": base.get("version"),
-            "split": split_of(identity),
-            "code": code,
-        }, svg=iconify.svg_document(data, name)))
-    return out, len(data.icons) - len(pairs), outside
 
 
 def check_licences(vendor_dirs: dict[str, Path], emojibase_dir: Path,
@@ -402,8 +177,8 @@ def build_from_extracted(
     out_dir = Path(out_dir)
     vendor_dirs = {"google": Path(google_dir), "twitter": Path(twitter_dir)}
     licences = check_licences(vendor_dirs, Path(emojibase_dir), icon_dirs or {})
-    eb = _Emojibase(Path(emojibase_dir))
-    renderings, skipped, unmatched = _collect(vendor_dirs, eb)
+    eb = Emojibase(Path(emojibase_dir))
+    renderings, skipped, unmatched = collect_pngs(vendor_dirs, eb)
     identities = {normalize_code(r.meta["identity"]): r.meta["identity"] for r in renderings}
     icons_unmatched: dict[str, int] = {}
     icons_outside: dict[str, int] = {}
@@ -416,9 +191,9 @@ def build_from_extracted(
             raise DatasetError(f"{style}: {exc}") from exc
         names, codes = None, known[style].codes if style in known else ()
         if style in known and known[style].match == "loose":
-            loose = _loose_names(vendor_dirs, eb) if loose is None else loose
+            loose = loose_names(vendor_dirs, eb) if loose is None else loose
             names = loose
-        rows, icons_unmatched[style], icons_outside[style] = _collect_icons(style, icon_data, eb, identities,
+        rows, icons_unmatched[style], icons_outside[style] = collect_icons(style, icon_data, eb, identities,
                                                                             names, codes)
         renderings.extend(rows)
     if not renderings:
@@ -515,8 +290,14 @@ def build_from_extracted(
 
 
 # --------------------------------------------------------------------------- #
-# Whole build, reuse, loading
+# Whole build, reuse
 # --------------------------------------------------------------------------- #
+
+
+def package_specs(sets: tuple[iconify.IconSet, ...]) -> tuple[PackageSpec, ...]:
+    """The pinned packages a selection is built from: today's (:data:`PACKAGES`) plus its opt-in sets'."""
+    extra = tuple(PackageSpec(s.package, s.version, s.sha256) for s in sets if s not in iconify.ICON_SETS)
+    return (*PACKAGES, *extra)
 
 
 def complete_manifest(

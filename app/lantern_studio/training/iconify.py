@@ -174,7 +174,7 @@ def align(data: IconData, base: dict[str, dict], skin: dict[str, dict],
     """[(icon name, normalised code point string)] of every icon matched to emojibase.
 
     ``base``/``skin`` map normalised hexcodes to emojibase entries (as
-    ``data._Emojibase`` holds them). With a code-point map, an icon matches when
+    ``renderings.Emojibase`` holds them). With a code-point map, an icon matches when
     its code is an emojibase base or skin entry; without one, when its name (or
     one of its aliases) is the slug of an emojibase label. Each code is used
     once (the first icon name in sorted order wins).
