@@ -37,5 +37,6 @@ def shipped_compiled_default():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """A tiny random model folder, built once per module (a module may build its own instead)."""
+    """A tiny random model folder, built once per module: every GUI test module's ``tiny`` (a module that
+    needs another size builds it under its own name, as test_gui.py's ``slow``)."""
     return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")

@@ -10,13 +10,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from lantern_studio.gui import bench_gui  # noqa: E402
-from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 from support.studio import open_window  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
 def test_the_bench_times_a_generation_and_a_cancel_and_reports_them(qtbot, tiny):

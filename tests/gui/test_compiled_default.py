@@ -21,13 +21,7 @@ from lantern_studio.engine import compiled_decoding  # noqa: E402
 from lantern_studio.engine.compiled import NO_COMPILER  # noqa: E402
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.studio import compiled_steps  # noqa: E402
-from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 from support.studio import WAIT, open_window, run_job  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
 @pytest.fixture

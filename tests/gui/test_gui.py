@@ -18,10 +18,6 @@ from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 from support.compiler import needs_cxx  # noqa: E402
 from support.studio import WAIT, on_steps, open_window, record_started, run_job  # noqa: E402
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
-
 
 @pytest.fixture(scope="module")
 def slow(tmp_path_factory):

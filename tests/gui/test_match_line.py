@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from lantern_studio.models.tiny import build_tiny_model_dir
 from support.studio import WAIT, open_window, run_job
 from support.tiny import tiny_v3_folder
 
@@ -13,11 +12,6 @@ from support.tiny import tiny_v3_folder
 @pytest.fixture(scope="module")
 def v3(tmp_path_factory):
     return tiny_v3_folder(tmp_path_factory.mktemp("v3") / "model")
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
 def test_typing_shows_the_match_and_alternatives_and_the_style_reaches_the_job(qtbot, v3):

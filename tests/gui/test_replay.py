@@ -15,14 +15,8 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from lantern_studio.studio.jobs import UNFILLED  # noqa: E402
 from lantern_studio.studio.replay import MAX_STEPS, Recording, ReplayError, recording_of  # noqa: E402
-from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 
 from support.studio import WAIT, on_steps, open_window, run_job  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
 class FakeClock:

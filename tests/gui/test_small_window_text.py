@@ -13,17 +13,11 @@ from PySide6.QtCore import QPoint, QRect  # noqa: E402
 from PySide6.QtGui import QScreen  # noqa: E402
 
 from lantern_studio.gui.progress_bar import PADDING, FittedProgressBar  # noqa: E402
-from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
 from support.studio import open_window, run_job  # noqa: E402
 
 DONE = "done · %v / %m tokens · 96 target forwards · 1.08 s"
 LONG = ("Sweep δ queued: vanilla, then δ = 0, 0.1, 0.2, 0.3, 0.5 (seed 1841433659) · waiting for the model "
         "(compiling decode steps… 1/2) · the pictures fill in one after the other")
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny_model_dir(tmp_path_factory.mktemp("models") / "tiny")
 
 
 @pytest.fixture
