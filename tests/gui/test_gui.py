@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from lantern_studio.export import read_png_record  # noqa: E402
 from lantern_studio.models.tiny import build_tiny_model_dir  # noqa: E402
+from lantern_studio.studio.compiled_steps import COMPILED_STEPS, EAGER_STEPS  # noqa: E402
 from support.compiler import needs_cxx  # noqa: E402
 from support.studio import WAIT, on_steps, open_window, record_started, run_job  # noqa: E402
 
@@ -695,14 +696,14 @@ def test_compiled_decoding_is_a_remembered_choice_the_engine_follows(qtbot, tiny
 
     monkeypatch.setattr(compiled_decoding, "TIME_ROUNDS", 0)
     w = open_window(qtbot, tiny)
-    assert w.model_info.steps == "eager" and not w.compiled_action.isChecked()
+    assert w.model_info.steps == EAGER_STEPS and not w.compiled_action.isChecked()
     w.compiled_action.trigger()
-    qtbot.waitUntil(lambda: w.model_info.steps != "eager", timeout=4 * WAIT)  # a real compile: seconds
-    assert w.model_info.steps == "compiled" and "compiled" in w.status_model.text()
+    qtbot.waitUntil(lambda: w.model_info.steps != EAGER_STEPS, timeout=4 * WAIT)  # a real compile: seconds
+    assert w.model_info.steps == COMPILED_STEPS and "compiled" in w.status_model.text()
     assert w.prefs.get_json("compiled_decoding") is True
     _, r = run_job(qtbot, w)
     assert r.stats["compiled_forwards"] == r.stats["target_forwards"] > 0
     w.compiled_action.trigger()
-    qtbot.waitUntil(lambda: w.model_info.steps == "eager", timeout=WAIT)
+    qtbot.waitUntil(lambda: w.model_info.steps == EAGER_STEPS, timeout=WAIT)
     _, r = run_job(qtbot, w)
     assert r.stats["compiled_forwards"] == 0 and w.prefs.get_json("compiled_decoding") is False

@@ -17,6 +17,7 @@ from lantern_studio.engine.checkpoints import CheckpointError
 from lantern_studio.engine.settings import SettingsError
 from lantern_studio.models import load_pipeline
 from lantern_studio.models.tiny import build_tiny_model_dir
+from lantern_studio.studio.compiled_steps import EAGER_STEPS
 from lantern_studio.studio.engine_host import EngineHost
 from lantern_studio.studio.jobs import UNFILLED, Job, JobResult, ModelInfo
 
@@ -71,11 +72,11 @@ def test_a_load_says_what_it_does_then_ready_then_how_steps_run_and_a_second_loa
     host = EngineHost(heard.steps)
     info = host.load(tiny, heard.status, heard.ready)
     assert isinstance(info, ModelInfo) and info.spec == tiny and info.name == "tiny-t2i" and info.grid == 8
-    assert info.steps == "eager" and not host.compiled and host.holds(tiny)
+    assert info.steps == EAGER_STEPS and not host.compiled and host.holds(tiny)
     assert heard.of("status") == WARM_UP
     kinds = [s[0] for s in heard.said]
     assert kinds == ["status"] * len(WARM_UP) + ["ready", "steps"]  # ready before the steps line
-    assert heard.of("ready") == [info] and heard.of("steps") == [(tiny, "eager", "")]
+    assert heard.of("ready") == [info] and heard.of("steps") == [(tiny, EAGER_STEPS, "")]
     pipe = host.pipeline
     heard.said.clear()
     assert host.load(tiny, heard.status, heard.ready) == info
@@ -205,7 +206,7 @@ def test_compiled_steps_off_says_eager_and_nothing_to_adopt(tiny):
     host = host_for(tiny, heard)
     heard.said.clear()
     host.set_compiled(False)
-    assert heard.said == [("steps", tiny, "eager", "")]
+    assert heard.said == [("steps", tiny, EAGER_STEPS, "")]
     assert host.adopt_compiled() is False and not host.steps.compiling
     host.stop_compiling()  # nothing running: nothing happens
 

@@ -14,6 +14,7 @@ import pytest
 
 from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.studio import events as ev
+from lantern_studio.studio.compiled_steps import COMPILED_STEPS, EAGER_STEPS
 from lantern_studio.studio.jobs import Frame, JobResult, ModelInfo
 from lantern_studio.studio.preferences import StudioPreferences
 from lantern_studio.studio.session import StudioSession
@@ -166,12 +167,12 @@ def test_a_failed_job_while_no_model_offers_the_way_out(session):
 
 
 def test_steps_changed_says_when_steps_became_compiled_and_compare_follows(session):
-    session.on_steps_changed(None, "compiled", "")
+    session.on_steps_changed(None, COMPILED_STEPS, "")
     changed = of(session, ev.StepsChanged)[-1]
     assert changed.compiled_now and session.decode_path() == "compiled"
     vanilla, _ = session.compare("a cat", LANTERN)
     assert vanilla.steps == "compiled"
-    session.on_steps_changed("another model", "eager", "")  # not the loaded model's: ignored
+    session.on_steps_changed("another model", EAGER_STEPS, "")  # not the loaded model's: ignored
     assert session.decode_path() == "compiled"
 
 

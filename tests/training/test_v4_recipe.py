@@ -12,7 +12,7 @@ import torch
 
 from lantern_studio.engine.tokenizer import load_vq
 from lantern_studio.models.recogniser import Recogniser, RecogniserConfig, RecogniserNet, save_recogniser
-from lantern_studio.training import ar
+from lantern_studio.training import ar, ar_rows
 from lantern_studio.training.errors import TrainingError
 from lantern_studio.models.quality import DIFFERENT_PICTURES, variety
 from lantern_studio.training.validation import (Sampling, SampleValidation, ValidationError,
@@ -44,7 +44,7 @@ def _only_unshifted(prep, reference: torch.Tensor, draws: int = 50) -> bool:
 def test_training_without_shifts_reads_only_the_unshifted_tokens_and_a_mixing_mutant_fails(tmp_path):
     data, images, _ = _dataset(tmp_path)
     vq_path = tmp_path / "vq.safetensors"
-    reference = ar.tokenize_images(load_vq(vq_path), images).flatten(1).long()
+    reference = ar_rows.tokenize_images(load_vq(vq_path), images).flatten(1).long()
     none = ar.prepare_classes(data, vq_path, tmp_path / "none", "everyday", shifts=ar.SHIFT_SETS["none"], log=lambda m: None)
     assert none.codes.shape[0] == 1
     assert _only_unshifted(none, reference)

@@ -37,9 +37,9 @@ class Answers(QObject):
     job_finished = Signal(object)  # JobResult
     job_cancelled = Signal(object)  # Job
     job_failed = Signal(object, str)  # Job, message
-    # spec, how jobs decode now (ModelInfo.steps: "eager", "compiled" or why compiling failed), and what the
+    # spec, how jobs decode now (ModelInfo.steps: a studio.compiled_steps.StepsVerdict), and what the
     # background compile is doing ("compiling decode steps… 1/2"; "" when nothing)
-    steps_changed = Signal(object, str, str)
+    steps_changed = Signal(object, object, str)
 
 
 class _Outbox:

@@ -3,7 +3,8 @@
 Compiled decode steps are on by default (Generate ▸ Compiled decoding). What is compiled, the background
 compile, the measured verdict per family and which pipeline a job decodes with are the engine's
 (``engine.compiled_decoding.CompiledDecoding``); this object keeps the choice (``wanted``), turns it
-into the engine's calls, and says in words how a job decodes now (``steps``). The graphs go to a cache
+into the engine's calls, and says how a job decodes now (``steps``: a :class:`StepsVerdict`, the words the
+status line and its tooltip show, in fields: nothing downstream parses them). The graphs go to a cache
 in the studio's cache folder (``paths.cache_dir() / "compiled"``), so a relaunch loads them. It lives
 in the engine host's thread (``studio/engine_host.py`` calls it); only ``cancel`` is called from elsewhere
 (the GUI thread, at close). It is Qt-free: the host hands its callbacks on, the Qt worker turns them into answers.
@@ -11,6 +12,7 @@ in the engine host's thread (``studio/engine_host.py`` calls it); only ``cancel`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -18,10 +20,33 @@ from ..engine.compiled_decoding import COMPILED, EAGER, CompiledDecoding
 from ..engine.decode_paths import FAMILIES, FAMILY_WORDS, describe
 from ..paths import cache_dir
 
-__all__ = ["COMPILED", "EAGER", "MEASURED", "CompiledSteps", "compile_cache", "measured_steps"]
+__all__ = ["COMPILED", "COMPILED_STEPS", "EAGER", "EAGER_STEPS", "CompiledSteps", "StepsVerdict", "compile_cache",
+           "failed_steps", "measured_steps"]
 
-#: how ``steps`` starts when measured timings decide the path: "measured: SHORT — WHY"
-MEASURED = "measured: "
+
+@dataclass(frozen=True)
+class StepsVerdict:
+    """How a job that asks for no path decodes now (``ModelInfo.steps``), as the views show it.
+
+    ``path``: EAGER or COMPILED, the pipeline such a job gets (with ``measured``: COMPILED when some family
+    decodes compiled, each family taking the path it measured faster on). ``short``: the status line's words
+    after its " · " ("" when eager: nothing to say). ``why``: the tooltip's line under the path: "", a failed
+    compile's note, or the measured verdict with its timings. ``measured``: timings on this machine pick the
+    path per family."""
+
+    path: str = EAGER
+    short: str = ""
+    why: str = ""
+    measured: bool = False
+
+
+EAGER_STEPS = StepsVerdict(EAGER)
+COMPILED_STEPS = StepsVerdict(COMPILED, "compiled")
+
+
+def failed_steps(note: str) -> StepsVerdict:
+    """``steps`` when compiling failed: eager, and the tooltip says why (``note``)."""
+    return StepsVerdict(EAGER, "eager (compiling failed)", note)
 
 
 def compile_cache() -> Path:
@@ -43,17 +68,17 @@ class CompiledSteps:
 
     # ------------------------------------------------------------------ state
     @property
-    def steps(self) -> str:
-        """How a job that asks for no path decodes now (``ModelInfo.steps``): "eager", "compiled", or
-        why compiling failed (then eagerly)."""
+    def steps(self) -> StepsVerdict:
+        """How a job that asks for no path decodes now (``ModelInfo.steps``): eager, compiled, eager because
+        compiling failed, or per family as timed on this machine."""
         d = self.decoding
         if not self.wanted:
-            return EAGER
+            return EAGER_STEPS
         if d.note is not None:
-            return d.note
+            return failed_steps(d.note)
         if d.timings is not None and (d.twin is not None or not d.worth_compiling):
             return measured_steps(d.timings)
-        return COMPILED if d.twin is not None else EAGER
+        return COMPILED_STEPS if d.twin is not None else EAGER_STEPS
 
     @property
     def compiling(self) -> bool:
@@ -111,8 +136,9 @@ class CompiledSteps:
         return self.decoding.for_job(path or (None if self.wanted else EAGER), should_stop, settings)
 
 
-def measured_steps(timings: dict) -> str:
-    """``steps`` when measured timings decide: "measured: SHORT — WHY" (SHORT for the status line)."""
+def measured_steps(timings: dict) -> StepsVerdict:
+    """``steps`` when measured timings decide: the short verdict for the status line, and the tooltip's
+    "measured: SHORT — measured on this machine: TIMINGS"."""
     fast = [f for f in FAMILIES if timings[f].faster == COMPILED]
     if len(fast) == len(FAMILIES):
         short = "compiled (faster here)"
@@ -122,4 +148,5 @@ def measured_steps(timings: dict) -> str:
         slow = [f for f in FAMILIES if f not in fast]
         short = (f"compiled for {', '.join(FAMILY_WORDS[f] for f in fast)}, eager for "
                  f"{', '.join(FAMILY_WORDS[f] for f in slow)} (faster here)")
-    return f"{MEASURED}{short} — measured on this machine: {describe(timings)}"
+    return StepsVerdict(COMPILED if fast else EAGER, short,
+                        f"measured: {short} — measured on this machine: {describe(timings)}", measured=True)

@@ -34,7 +34,7 @@ import numpy as np
 from ..engine.conditioners import NamedClasses, Snapper
 from ..models import load_pipeline
 from ..models.lantern_profile import read_profile
-from .compiled_steps import CompiledSteps
+from .compiled_steps import CompiledSteps, StepsVerdict
 from .jobs import UNFILLED, Frame, Job, JobResult, ModelInfo
 from .replay import Recording
 
@@ -79,12 +79,13 @@ def _style_previews(pipe) -> Optional[dict]:
 class EngineHost:
     """The loaded model, compiled steps and one job at a time (see the module's docstring for the protocol).
 
-    ``on_steps(spec, steps, doing)`` hears how jobs decode now (``ModelInfo.steps``: "eager", "compiled" or
-    why compiling failed) and what the background compile does ("compiling decode steps… 1/2"; "" when
-    nothing); ``on_compile_ended()`` is called from the compile's thread when it ends. Everything but
-    ``stop_compiling`` is called from one thread; ``job.cancel_event`` may be set from any."""
+    ``on_steps(spec, steps, doing)`` hears how jobs decode now (``ModelInfo.steps``, a :class:`StepsVerdict`:
+    eager, compiled, eager because compiling failed, or per family as measured) and what the background
+    compile does ("compiling decode steps… 1/2"; "" when nothing); ``on_compile_ended()`` is called from the
+    compile's thread when it ends. Everything but ``stop_compiling`` is called from one thread;
+    ``job.cancel_event`` may be set from any."""
 
-    def __init__(self, on_steps: Callable[[Optional[str], str, str], None] = _ignore,
+    def __init__(self, on_steps: Callable[[Optional[str], StepsVerdict, str], None] = _ignore,
                  on_compile_ended: Callable[[], None] = _ignore):
         self.on_steps = on_steps
         self.steps = CompiledSteps(lambda message: self.on_steps(self.spec, self.steps.steps, message),

@@ -18,6 +18,7 @@ import numpy as np
 from .. import fidelity
 from ..engine.decode_method import DecodeMethod
 from ..engine.settings import GenerationSettings
+from .compiled_steps import EAGER_STEPS, StepsVerdict
 
 UNFILLED = 255  # decision value of a token not fixed yet
 RECOGNISED_KEY = "recognised"  # a record's verdict of the recogniser (studio/verdict.py reads it)
@@ -77,8 +78,8 @@ class ModelInfo:
     styles: tuple = ()
     default_style: str = ""
     style_previews: Optional[dict] = None  # style → preview PNG path
-    # how decode steps run: "eager", "compiled", or why compiling failed (then they run eagerly)
-    steps: str = "eager"
+    # how decode steps run: eager, compiled, eager because compiling failed, or per family as measured
+    steps: StepsVerdict = EAGER_STEPS
     # the model's measured LANTERN profile (models/lantern_profile.py: where the sliders break its pictures),
     # or None; ``profile_problem``: why a damaged lantern_profile.json was left out
     profile: Optional[object] = field(default=None, compare=False, repr=False)
@@ -86,12 +87,11 @@ class ModelInfo:
 
     def steps_text(self, doing: str = "") -> str:
         """The status line's end for how steps run: "" (eager), " · compiled", " · eager (compiling
-        failed)", or what the background compile is doing (``doing``: "compiling decode steps… 1/2")."""
+        failed)", the measured verdict (" · eager (faster here than compiled)"), or what the background
+        compile is doing (``doing``: "compiling decode steps… 1/2")."""
         if doing:
             return f" · {doing}"
-        if self.steps.startswith("measured: "):  # compiled_steps.measured_steps: "measured: SHORT — WHY"
-            return " · " + self.steps[len("measured: "):].split(" — ", 1)[0]
-        return {"eager": "", "compiled": " · compiled"}.get(self.steps, " · eager (compiling failed)")
+        return f" · {self.steps.short}" if self.steps.short else ""
 
     def status_text(self, doing: str = "") -> str:
         """The status line's model part: name, tokens, codebook, precision and how steps run."""
@@ -100,9 +100,9 @@ class ModelInfo:
 
     def status_tip(self) -> str:
         """The status line's tooltip: what the precision and the steps' path mean."""
-        measured = self.steps.startswith("measured: ")
-        why = "" if self.steps in ("eager", "compiled") else f"\n{self.steps}"
-        path = ("compiled where faster" if measured else 'compiled' if self.steps == 'compiled' else 'eager')
+        steps = self.steps
+        path = "compiled where faster" if steps.measured else steps.path
+        why = f"\n{steps.why}" if steps.why else ""
         return (f"Weights and KV caches in {self.precision} (chosen automatically: bf16 where the CPU or GPU "
                 "multiplies bf16 natively, fp32 elsewhere); decode steps "
                 f"{path} (Generate ▸ Compiled decoding){why}")

@@ -27,6 +27,7 @@ from ..models import BUNDLED_NAME, TINY_DEMO, is_bundled
 from ..models.catalogue import CATALOGUE
 from ..records import RecordError, png_text
 from .compare import COMPILED, EAGER
+from .compiled_steps import COMPILED_STEPS, StepsVerdict
 from .display import Studio, jsonable
 from .events import (
     Events, FrameShown, JobFinished, JobQueued, JobStarted, JobStopped, ModelFailed, ModelLoading, ModelReady,
@@ -88,7 +89,7 @@ class StudioSession:
     def decode_path(self) -> str:
         """The one path every job of a Compare or a Sweep decodes on: compiled when jobs decode compiled now,
         else eager (also where measured timings pick per family: one path keeps the ratios about the method)."""
-        return COMPILED if self.model_info is not None and self.model_info.steps == "compiled" else EAGER
+        return COMPILED if self.model_info is not None and self.model_info.steps == COMPILED_STEPS else EAGER
 
     @property
     def vocab(self) -> Optional[int]:
@@ -246,11 +247,11 @@ class StudioSession:
                                    "demo model (random weights: it draws noise, but shows how decoding works).",
                                    topic="model", actions=("model",)))
 
-    def on_steps_changed(self, spec, steps: str, doing: str) -> None:
+    def on_steps_changed(self, spec, steps: StepsVerdict, doing: str) -> None:
         """The background compile moved on (``doing``) or ended: how steps run now."""
         if self.model_info is None or spec != self.model_info.spec:
             return
-        compiled_now = steps != self.model_info.steps and steps == "compiled"
+        compiled_now = steps != self.model_info.steps and steps == COMPILED_STEPS
         self.model_info = replace(self.model_info, steps=steps)
         self.events.publish(StepsChanged(self.model_info, doing, compiled_now))
 

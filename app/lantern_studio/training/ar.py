@@ -16,201 +16,33 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..engine.checkpoints import load_gpt, load_state_strict, save_gpt
-from ..engine.files import sha256_file
 from ..engine.model import ModelArgs, Transformer
 from ..engine.snap import ANY_STYLE
-from ..engine.text import MiniLMEncoder, left_pad, make_text_encoder
-from ..engine.tokenizer import load_vq
-from ..models.classes import (ClassVocabulary, VocabularyError, class_rows, read_vocabulary, styles_tones_of,
-                              vocabulary_from_json, vocabulary_from_meta)
-from ..models.dataset import DatasetError, load_dataset
+from ..models.classes import (ClassVocabulary, VocabularyError, read_vocabulary, vocabulary_from_json)
+from ..models.dataset import DatasetError
 from ..paths import data_dir, runs_dir
 from . import distributed
-from .common import atomic_torch_save, cosine_lr, write_json
-from .data import identity_weights, short_caption
+from .common import cosine_lr, write_json
 from .jitter import KINDS as JITTER_KINDS, Jitter
 from .errors import TrainingError
 from .growth import grown_state, needs_growth
 from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
 from .loop import CHECKPOINT_NAME, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
 from .step import optimizer_step
-from .prepared import CaptionPrep, ClassPrep, Prep, as_prep, batch_from, load_prepared, prep_from_dict
+from .prepared import ClassPrep, Prep, as_prep, batch_from
 from .cca import BETA, LAMBDA, UNCOND_RATIO, Contrast
+from .ar_objective import drop_styles, neighbour_table, nll, substitute_neighbours
+from .ar_rows import (SHIFT_SETS, load_pack, parse_styles, prepare, prepare_classes, write_pack)
+from .equivalence import read_sets
+from .equivalent_targets import WEIGHTINGS, EquivalentTargets, check_rows
 from .validation import Sampling, SampleValidation, ValidationError
-
-SHIFTS = [(0, 0), (2, 2), (-2, -2)]
-#: ``--shifts``: the tokenized copies of each image a run trains on. ``none`` trains on the unshifted
-#: tokens only: three shifted copies of an image make its first rows ambiguous while sampling, and the
-#: sampler wanders between the copies (model v4 drops them; v3 trained on ``three``).
-SHIFT_SETS = {"three": SHIFTS, "none": [(0, 0)]}
-
-
-def shift_on_white(images: np.ndarray, dx: int, dy: int) -> np.ndarray:
-    """Shift (N, H, W, 3) uint8 images by (dx, dy) pixels, filling with white."""
-    out = np.full_like(images, 255)
-    h, w = images.shape[1:3]
-    ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
-    xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
-    out[:, yd, xd] = images[:, ys, xs]
-    return out
-
-
-@torch.no_grad()
-def tokenize_images(vq, images: np.ndarray, batch: int = 128, log=None) -> torch.Tensor:
-    out = []
-    for s in range(0, len(images), batch):
-        x = torch.from_numpy(images[s : s + batch]).permute(0, 3, 1, 2).float() / 127.5 - 1
-        out.append(vq.encode(x).to(torch.int16))
-        if log and (s // batch) % 10 == 0:
-            log(f"  tokenized {s + len(x)}/{len(images)}")
-    return torch.cat(out)
-
-
-def embed_texts(encoder, texts, length: int, batch: int = 256):
-    """→ (emb (N, length, D) fp16 left-padded, mask (N, length) bool)."""
-    embs, masks = [], []
-    for s in range(0, len(texts), batch):
-        e, m = encoder.token_embeddings_batch(texts[s : s + batch], length)
-        for i in range(e.shape[0]):
-            pe, pm = left_pad(e[i, m[i]], length)
-            embs.append(pe[0].half())
-            masks.append(pm[0])
-    return torch.stack(embs), torch.stack(masks)
-
-
-def tokenize_shifts(images: np.ndarray, vq, shifts, log) -> torch.Tensor:
-    """Every image tokenized at each (dx, dy) shift on white → (S, N, h, w) int16."""
-    codes = []
-    for dx, dy in shifts:
-        log(f"tokenizing shift ({dx},{dy})")
-        codes.append(tokenize_images(vq, shift_on_white(images, dx, dy) if (dx or dy) else images, log=log))
-    return torch.stack(codes)
-
-
-def _cached(run: Path, key: dict):
-    path = run / "prepared.pt"
-    if path.exists():
-        cached = torch.load(path, map_location="cpu", weights_only=True)
-        if cached.get("key") == repr(key):
-            return cached
-    return None
-
-
-def prepare(data: Path, vq_path: Path, run: Path, encoder=None, length: int = 24, shifts=SHIFTS,
-            log=print) -> CaptionPrep:
-    """Tokenize + embed once; cached as run/prepared.pt (reused when inputs match)."""
-    images, meta, manifest = load_dataset(data)
-    key = {"vq": sha256_file(vq_path), "data": manifest.get("sha256", manifest.get("files")), "shifts": shifts, "length": length}
-    cached = _cached(run, key)
-    if cached is not None:
-        return prep_from_dict(cached)
-    if encoder is None:
-        encoder = MiniLMEncoder()
-    elif isinstance(encoder, str):
-        encoder = make_text_encoder(encoder)
-    vq = load_vq(vq_path)
-    t0 = time.time()
-    codes = tokenize_shifts(images, vq, shifts, log)
-    captions = [m["caption"] for m in meta]
-    texts = sorted(set(captions) | {short_caption(c) for c in captions})
-    log(f"embedding {len(texts)} caption variants")
-    emb, mask = embed_texts(encoder, texts, length)
-    index = {t: i for i, t in enumerate(texts)}
-    variants = torch.tensor([[index[c], index[short_caption(c)]] for c in captions])
-    split = torch.tensor([m["split"] == "train" for m in meta])
-    train_rows = [i for i, m in enumerate(meta) if m["split"] == "train"]
-    weights = torch.zeros(len(meta), dtype=torch.float64)
-    weights[train_rows] = torch.from_numpy(identity_weights(meta, train_rows))
-    out = CaptionPrep(codes=codes, texts=texts, emb=emb, mask=mask, variants=variants, train=split, weights=weights,
-                      vocab_size=vq.args.codebook_size, grid=codes.shape[-1], key=repr(key))
-    atomic_torch_save(out.to_dict(), run / "prepared.pt")
-    log(f"prepared {codes.shape[1]} images x {len(shifts)} shifts, {len(texts)} texts in {time.time() - t0:.0f}s")
-    return out
-
-
-def grown_vocabulary(meta: list, repertoire: str, grow_from: Path):
-    """The class vocabulary of a model trained before (identities.json beside its weights) with the
-    identities ``repertoire`` adds appended, and the data's art styles it did not have (a new emoji set):
-    every old class and style keeps its row."""
-    old = read_vocabulary(grow_from.parent / "identities.json", *styles_tones_of(grow_from))
-    new = vocabulary_from_meta(meta, repertoire)
-    return old.grown(new.identities, styles=new.styles)
-
-
-def prepare_classes(data: Path, vq_path: Path, run: Path, repertoire: str, shifts=SHIFTS, log=print,
-                    grow_from: Path | None = None, styles: list[str] | None = None,
-                    jitter: Jitter | None = None, any_style: bool = False) -> ClassPrep:
-    """Tokenize once and give every image row its class [identity, style, tone] under the
-    repertoire rule (models/classes.py); cached as run/prepared.pt. Every row of a kept identity
-    trains (a class model draws only the classes it was taught, so no identity is held out);
-    the NLL is evaluated on a fixed sample of unshifted training rows. ``styles``: train only the
-    rows of these art styles (the model keeps a vector for every style of its vocabulary).
-    ``jitter``: that many jittered copies of every image (training/jitter.py) follow the shifted ones;
-    a batch draws any copy of a row, the first (unshifted, clean) one for the NLL. ``any_style``: the
-    vocabulary gets the style ``any`` (appended, so no other style moves) for ``--style-dropout`` to teach."""
-    images, meta, manifest = load_dataset(data)
-    vocab = grown_vocabulary(meta, repertoire, grow_from) if grow_from else vocabulary_from_meta(meta, repertoire)
-    if any_style and ANY_STYLE not in vocab.styles:
-        vocab = replace(vocab, styles=[*vocab.styles, ANY_STYLE])
-    if styles:
-        unknown = [s for s in styles if s not in vocab.styles]
-        if unknown:
-            raise TrainingError(f"train ar --styles: unknown style {', '.join(unknown)}; "
-                                f"the data has {', '.join(vocab.styles)}")
-    rows = class_rows(meta, vocab)
-    keep = [i for i, r in enumerate(rows) if r is not None and (not styles or vocab.styles[r[1]] in styles)]
-    images_sha = ((manifest.get("files") or {}).get("images.npy") or {}).get("sha256")
-    key = {"vq": sha256_file(vq_path), "images": images_sha, "shifts": shifts, "kind": "class",
-           "rows": hashlib.sha256(repr(keep).encode()).hexdigest()}
-    if jitter is not None:
-        key["jitter"] = jitter.key()
-    # only the tokens are cached: the class table is re-read from the dataset at every start (cheap)
-    cached = _cached(run, key)
-    if cached is None:
-        t0 = time.time()
-        vq = load_vq(vq_path)
-        codes = tokenize_shifts(images[keep], vq, shifts, log)
-        if jitter is not None:
-            codes = torch.cat([codes, tokenize_jitter(images[keep], vq, jitter, codes[0], log)])
-        atomic_torch_save({"key": repr(key), "codes": codes, "vocab_size": int(codes.max()) + 1}, run / "prepared.pt")
-        log(f"tokenized {len(keep)} images of {len(vocab.identities)} identities ({repertoire}) x {len(shifts)} "
-            f"shifts in {time.time() - t0:.0f}s")
-    else:
-        codes = cached["codes"]
-    kept_meta = [meta[i] for i in keep]
-    return ClassPrep(codes=codes, cond=torch.tensor([rows[i] for i in keep]), train=torch.ones(len(keep), dtype=torch.bool),
-                     weights=torch.from_numpy(identity_weights(kept_meta, range(len(keep)))),
-                     vocab_size=load_vq(vq_path).args.codebook_size, grid=codes.shape[-1], vocabulary=vocab.to_json(),
-                     identities=len(vocab.identities), styles=vocab.styles, tones=vocab.tones, trained_styles=styles)
-
-
-def tokenize_jitter(images: np.ndarray, vq, jitter: Jitter, clean: torch.Tensor, log) -> torch.Tensor:
-    """``jitter.copies`` jittered copies of ``images`` tokenized → (copies, N, h, w) int16; logs the share of
-    tokens each copy moves from ``clean`` (the unshifted tokens)."""
-    out = []
-    for i in range(jitter.copies):
-        log(f"tokenizing {jitter.kind} jitter copy {i + 1}/{jitter.copies}")
-        out.append(tokenize_images(vq, jitter.copy(images, i), log=log))
-        log(f"  jitter copy {i + 1}: {100 * float((out[-1] != clean).float().mean()):.1f} % of tokens moved")
-    return torch.stack(out)
-
-
-def parse_styles(text: str | None) -> list[str] | None:
-    """``--styles a,b`` → ["a", "b"]; None (every style) when not given or empty."""
-    names = [t.strip() for t in (text or "").split(",") if t.strip()]
-    return names or None
-
 
 def model_args(vocab: int, grid: int, length: int, caption_dim: int, dim: int, layers: int, heads: int) -> ModelArgs:
     return ModelArgs(dim=dim, n_layer=layers, n_head=heads, multiple_of=64, vocab_size=vocab,
@@ -241,14 +73,6 @@ def warm_start(model: Transformer, path, log) -> int:
     return len(take)
 
 
-def neighbour_table(vq_path, k: int) -> torch.Tensor:
-    """(V, k) long: each code's k nearest other codes (Euclidean, in the codebook's own space)."""
-    book = load_vq(vq_path).codebook().float()
-    d = torch.cdist(book, book)
-    d.fill_diagonal_(float("inf"))
-    return d.topk(k, largest=False).indices
-
-
 def check_grows(old: ClassVocabulary, new: ClassVocabulary, where: Path) -> None:
     """A grown model keeps its old class rows: the new vocabulary must list the old identities first, in order
     (a pack made from another repertoire or order would silently relabel them)."""
@@ -261,71 +85,6 @@ def check_grows(old: ClassVocabulary, new: ClassVocabulary, where: Path) -> None
 def on_device(batch, device):
     """A batch from :func:`batch_from` (tokens, condition, mask or None) on ``device``."""
     return tuple(None if t is None else t.to(device, non_blocking=True) for t in batch)
-
-
-def write_pack(prep: Prep, path: Path) -> None:
-    """The prepared training data of a class run in one file (tokens, classes, weights, the class vocabulary):
-    what a machine without the dataset, the tokenizer or this package's data tools needs to train
-    (``train ar --pack FILE``; packaging/gpu/train_v3_gpu.sh)."""
-    if not isinstance(prep, ClassPrep):
-        raise TrainingError("train ar --pack-out: only class runs (--condition class) make packs")
-    atomic_torch_save(prep.to_dict(), path)
-
-
-def load_pack(path: Path) -> ClassPrep:
-    prep = load_prepared(path, "train ar --pack", pack=True)
-    if not isinstance(prep, ClassPrep):
-        raise TrainingError(f"train ar --pack {path}: not a training pack (a caption run's data)")
-    return prep
-
-
-def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0,
-        inputs: torch.Tensor | None = None, copies: torch.Tensor | None = None, copy_weight: float = 1.0):
-    """Next-token cross-entropy. With a neighbour table (V, k) and ``weight`` > 0 the target is
-    soft, neighbour-aware (as IAR / SNCE argue for image tokens): 1 − weight on the token, weight
-    spread evenly over its k nearest codebook neighbours. ``inputs``: the context tokens read (default
-    ``tok``; :func:`substitute_neighbours` makes contexts a relaxed acceptance creates), ``tok`` the targets.
-    ``copies`` (B, C, T): every copy of each row's picture (clean and jittered); the target at each place is
-    then their mixture — the codes imperceptibly different pictures put there — instead of ``tok``'s one;
-    ``copy_weight`` < 1 keeps that share for the mixture and gives the rest to the clean copy's code."""
-    # forward = teacher_forced_logits (through DDP's hooks when wrapped)
-    logits = model((tok if inputs is None else inputs)[:, :-1], cond, mask)
-    flat, target = logits.reshape(-1, logits.shape[-1]), tok.reshape(-1)
-    if copies is not None:
-        logp = F.log_softmax(flat.float(), dim=-1)
-        mixture = -logp.gather(1, copies.permute(0, 2, 1).reshape(flat.shape[0], -1)).mean()
-        if copy_weight >= 1:
-            return mixture
-        clean = -logp.gather(1, copies[:, 0].reshape(-1, 1)).mean()  # copy 0: the clean, unshifted tokens
-        return (1 - copy_weight) * clean + copy_weight * mixture
-    if neighbours is None or weight <= 0:
-        return F.cross_entropy(flat, target)
-    logp = F.log_softmax(flat, dim=-1)
-    hard = -logp.gather(1, target[:, None]).squeeze(1)
-    soft = -logp.gather(1, neighbours[target]).mean(1)
-    return ((1 - weight) * hard + weight * soft).mean()
-
-
-def substitute_neighbours(tok: torch.Tensor, neighbours: torch.Tensor, share: float,
-                          gen: torch.Generator) -> torch.Tensor:
-    """``tok`` (B, T) with about ``share`` of its tokens replaced by one of their k nearest codes
-    (``neighbours`` (V, k), uniformly): the contexts LANTERN's relaxed acceptance leaves behind, which a
-    model taught only clean sequences has never read."""
-    if share <= 0:
-        return tok
-    where = torch.rand(tok.shape, generator=gen) < share
-    pick = torch.randint(0, neighbours.shape[1], tok.shape, generator=gen)
-    swapped = neighbours[tok.cpu(), pick].to(tok.device)
-    return torch.where(where.to(tok.device), swapped, tok)
-
-
-def drop_styles(cond: torch.Tensor, any_index: int, share: float, gen: torch.Generator) -> torch.Tensor:
-    """Class conditions (B, 3) with about ``share`` of the rows' style set to ``any_index``: the rows that
-    teach the "any style" vector (the identity's pictures of every style answer to it)."""
-    drop = (torch.rand(cond.shape[0], generator=gen) < share).to(cond.device)
-    out = cond.clone()
-    out[drop, 1] = any_index
-    return out
 
 
 def pad_style_rows(state: dict, model: Transformer, log) -> dict:
@@ -391,6 +150,7 @@ class ArTrainer:
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
         self.validation = None  # a validation.SampleValidation (class runs with --validate-model)
         self.contrast = None  # a cca.Contrast (class runs with --objective cca)
+        self.equivalents = None  # an equivalent_targets.EquivalentTargets (--equivalents)
 
     def start_ema(self) -> None:
         if self.a.ema and self.ema is None:
@@ -409,8 +169,12 @@ class ArTrainer:
                     rows[2])
         copies = (self.data.codes[:, b.cpu()].flatten(2).permute(1, 0, 2).long().to(self.device)
                   if a.copy_targets else None)
+        if self.equivalents is not None:  # --equivalents: soft targets over each position's set, contexts from it
+            inputs, weights = self.equivalents.batch(rows[0], b, self.gen)
         with self.autocast:
-            if self.contrast is None:
+            if self.equivalents is not None:
+                loss = self.equivalents.loss(self.step_model, *rows, inputs, weights)
+            elif self.contrast is None:
                 loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs, copies=copies,
                            copy_weight=a.copy_weight)
             else:  # --objective cca: against the frozen reference (cca.py)
@@ -509,6 +273,11 @@ def check_args(args) -> None:
         raise TrainingError(f"train ar --style-dropout: must be in [0, 1), got {args.style_dropout}")
     if args.style_dropout > 0 and args.condition != "class":
         raise TrainingError("train ar --style-dropout: only class runs (--condition class) have styles")
+    if getattr(args, "equivalents", None) and (args.condition != "class" or args.shifts != "none" or args.jitter
+                                                or args.neighbour_weight > 0 or args.substitute > 0
+                                                or args.objective != "nll"):
+        raise TrainingError("train ar --equivalents: a class run on the unshifted tokens (--shifts none), without "
+                            "--jitter, --neighbour-weight, --substitute or --objective cca")
     if not 0 < args.copy_weight <= 1:
         raise TrainingError(f"train ar --copy-weight: must be in (0, 1], got {args.copy_weight}")
     if args.copy_targets and not args.jitter:
@@ -590,6 +359,15 @@ def build_trainer(args, prep: Prep, run: Path, group, log, resumed: dict | None)
     trainer.step = start_step
     if args.objective == "cca":
         trainer.contrast = contrast_for(args, prep, margs, group, device)
+    if getattr(args, "equivalents", None):
+        sets = read_sets(args.equivalents)
+        check_rows(sets, prep.codes[0], args.equivalents)
+        trainer.equivalents = EquivalentTargets(sets, args.clean_share, args.equivalent_inputs,
+                                                args.equivalent_weighting)
+        log(f"equivalence sets {args.equivalents} (sha256 {sets.sha256[:16]}…, tau {trainer.equivalents.tau:g}): "
+            f"{float(sets.members.any(-1).float().mean()):.0%} of positions have one; clean share "
+            f"{args.clean_share:g}, contexts substituted {args.equivalent_inputs:g}, weighting "
+            f"{args.equivalent_weighting}")
     if getattr(args, "validate_model", None) and group.main:
         trainer.validation = sample_validation(args, prep, run)
     model.train()
@@ -679,6 +457,12 @@ def ambiguity_record(args, prep: Prep | None) -> dict:
            "copy_weight": getattr(args, "copy_weight", 1.0),
            "neighbour_weight": getattr(args, "neighbour_weight", 0.0), "neighbour_k": getattr(args, "neighbour_k", 0),
            "style_dropout": getattr(args, "style_dropout", 0.0), "jitter": None}
+    if getattr(args, "equivalents", None):  # model v6: the sets it was taught, by hash (the card names it)
+        sets = read_sets(args.equivalents)
+        out["equivalents"] = {"file": Path(args.equivalents).name, "sha256": sets.sha256,
+                              "tau": sets.meta.get("tau"), "k": int(sets.neighbours.shape[1]),
+                              "clean_share": args.clean_share, "inputs": args.equivalent_inputs,
+                              "weighting": args.equivalent_weighting}
     kind = getattr(args, "jitter", None)
     if kind and prep is not None:
         spec = Jitter(kind, args.jitter_copies, args.seed)
@@ -767,6 +551,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "style draws any of the identity's designs")
     p.add_argument("--substitute", type=float, default=0.0, help="share of context tokens replaced by one of their "
                    "--neighbour-k nearest codes (the targets stay): contexts a relaxed acceptance creates")
+    p.add_argument("--equivalents", default=None, help="with --condition class: the equivalence sets of these "
+                   "rows (`train equivalents`): targets spread over each position's codes that decode alike, "
+                   "contexts drawn from the same sets")
+    p.add_argument("--clean-share", type=float, default=0.5, help="with --equivalents: the target's share kept on "
+                   "the picture's own code (default 0.5)")
+    p.add_argument("--equivalent-inputs", type=float, default=0.3, help="with --equivalents: share of context "
+                   "tokens (of those with a set) replaced by a member of their set (default 0.3)")
+    p.add_argument("--equivalent-weighting", choices=WEIGHTINGS, default="uniform", help="with --equivalents: "
+                   "members weigh alike (uniform) or by how little they moved the picture (error)")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with native bf16, "
                    "AVX512_BF16/AMX; several times slower on AVX2-only CPUs)")

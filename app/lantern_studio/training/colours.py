@@ -20,7 +20,7 @@ import torch
 from ..engine.pipeline import to_uint8
 from ..engine.tokenizer import load_vq
 from ..paths import data_dir
-from .ar import tokenize_images
+from .ar_rows import tokenize_images
 from .errors import command
 from .sample import dataset_sample
 

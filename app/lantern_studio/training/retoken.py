@@ -20,7 +20,7 @@ import torch
 from ..engine.checkpoints import CheckpointError, load_gpt, save_gpt
 from ..engine.tokenizer import load_vq
 from ..paths import data_dir
-from .ar import tokenize_images
+from .ar_rows import tokenize_images
 from .errors import TrainingError, command
 from .sample import dataset_sample
 
