@@ -125,6 +125,8 @@ COMMANDS = (
         Command("jitter", ".training.jitter",
                 "measure how jittered copies move an image's tokens to latent neighbours"),
         Command("colours", ".training.colours", "measure how the tokenizer keeps each colour (by hue)"),
+        Command("equivalents", ".training.equivalence",
+                "measure which latent neighbours decode to the same picture, and store the sets"),
         Command("retoken", ".training.retoken", "carry an AR model's token rows over to a new tokenizer's codes"),
     )),
     Command("models", ".commands.models", "list, download and remove models"),
