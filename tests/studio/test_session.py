@@ -12,9 +12,10 @@ import sys
 import numpy as np
 import pytest
 
+from lantern_studio.engine.decode_paths import SPECULATIVE, VANILLA, PathTiming
 from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.studio import events as ev
-from lantern_studio.studio.compiled_steps import COMPILED_STEPS, EAGER_STEPS
+from lantern_studio.studio.compiled_steps import COMPILED_STEPS, EAGER_STEPS, measured_steps
 from lantern_studio.studio.jobs import Frame, JobResult, ModelInfo
 from lantern_studio.studio.preferences import StudioPreferences
 from lantern_studio.studio.session import StudioSession
@@ -174,6 +175,21 @@ def test_steps_changed_says_when_steps_became_compiled_and_compare_follows(sessi
     assert vanilla.steps == "compiled"
     session.on_steps_changed("another model", EAGER_STEPS, "")  # not the loaded model's: ignored
     assert session.decode_path() == "compiled"
+
+
+def test_a_measured_verdict_reaches_the_status_line_whole_and_a_compare_stays_eager(session):
+    """Measured timings pick a path per family: the event's info carries the verdict, whose short words end
+    the status line; one path for a Compare keeps its ratios about the method (eager), and nothing says
+    "compiled" as if every job were."""
+    timings = {VANILLA: PathTiming(eager=1.15, compiled=1.07), SPECULATIVE: PathTiming(eager=0.78, compiled=0.85)}
+    session.on_steps_changed(None, measured_steps(timings), "")
+    changed = of(session, ev.StepsChanged)[-1]
+    assert changed.info.steps.measured and not changed.compiled_now and session.decode_path() == "eager"
+    short = "compiled for vanilla AR, eager for speculative (LANTERN) (faster here)"
+    assert changed.info.status_text().endswith(f" · {short}")
+    assert "0.85 s compiled vs 0.78 s eager" in changed.info.status_tip()
+    vanilla, lantern = session.compare("a cat", LANTERN)
+    assert vanilla.steps == lantern.steps == "eager"
 
 
 def test_export_writes_the_finished_picture_or_says_there_is_none(session, tmp_path):
