@@ -246,3 +246,35 @@ def test_a_class_run_taught_the_sets_puts_mass_on_them_and_records_their_hash(tm
     assert plain_mass < 0.2 and taught_mass > 2.5 * plain_mass
     eq = metrics["ambiguity"]["equivalents"]
     assert eq["sha256"] == sha and eq["clean_share"] == 0.3 and eq["k"] == 3
+
+
+def test_train_only_leaves_every_other_weight_as_it_was(tmp_path):
+    """--train-only tok_embeddings,output (run C's lever): the body's weights come out bit for bit as they went in,
+    the named ones move; a name the model lacks is one clear line."""
+    import argparse
+
+    from lantern_studio.engine.checkpoints import load_gpt
+    from lantern_studio.training import ar
+    from test_class_model import _prepared
+
+    prep = _prepared(shuffle_labels=False)
+
+    def train(run, extra):
+        p = argparse.ArgumentParser()
+        ar.add_arguments(p)
+        args = p.parse_args(["--vq", "unused", "--run", str(tmp_path / run), "--condition", "class", "--steps", "20",
+                             "--batch", "8", "--dim", "32", "--layers", "1", "--heads", "2", "--lr", "3e-3",
+                             "--warmup", "2", "--dropout", "0", "--threads", "1", "--eval-every", "1000",
+                             "--eval-images", "8", "--log-every", "100", "--shifts", "none", *extra])
+        args.prepared = prep
+        ar.train(args)
+        return load_gpt(tmp_path / run / "gpt.safetensors").state_dict()
+
+    start = train("start", [])
+    moved = train("only", ["--init-from", str(tmp_path / "start" / "gpt.safetensors"),
+                           "--train-only", "tok_embeddings,output"])
+    for name, w in start.items():
+        same = torch.equal(w, moved[name])
+        assert same != name.startswith(("tok_embeddings", "output")), name
+    with pytest.raises(TrainingError, match="no weight is named"):
+        train("bad", ["--train-only", "decoder"])

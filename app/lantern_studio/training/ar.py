@@ -115,6 +115,26 @@ def evaluate(model: Transformer, prep: Prep, idx: torch.Tensor, batch: int = 64)
     return tot / max(n, 1)
 
 
+def freeze_outside(model: Transformer, prefixes: str | None) -> int:
+    """``--train-only``: every weight whose name starts with none of the comma-separated ``prefixes`` stops
+    learning (the token embeddings and the output head alone can learn which codes stand in for which, while the
+    memorised body stays as it is). → how many tensors were frozen."""
+    if not prefixes:
+        return 0
+    wanted = [w.strip() for w in prefixes.split(",") if w.strip()]
+    names = [n for n, _ in model.named_parameters()]
+    unknown = [w for w in wanted if not any(n.startswith(w) for n in names)]
+    if unknown:
+        raise TrainingError(f"train ar --train-only: no weight is named {', '.join(unknown)}...; the model has "
+                            f"{', '.join(sorted({n.split('.')[0] for n in names}))}")
+    frozen = 0
+    for n, q in model.named_parameters():
+        if not any(n.startswith(w) for w in wanted):
+            q.requires_grad_(False)
+            frozen += 1
+    return frozen
+
+
 class Rows:
     """Which dataset rows train and which measure the NLL (held out, or for a class run sampled training
     rows), and each training row's weight."""
@@ -141,7 +161,11 @@ class ArTrainer:
         self.a, self.data, self.model, self.device, self.neighbours = args, prep, model, device, neighbours
         self.group, self.log = group, log
         self.train_idx, self.train_w, self.held_idx, self.held_label = rows.train, rows.train_w, rows.held, rows.label
-        self.opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
+        frozen = freeze_outside(model, getattr(args, "train_only", None))
+        if frozen:
+            log(f"--train-only {args.train_only}: {frozen} of {len(list(model.parameters()))} weight tensors frozen")
+        self.opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=args.lr,
+                                     betas=(0.9, 0.95), weight_decay=0.05)
         self.gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
         self.step = 0
         self.ema = None
@@ -560,6 +584,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "tokens (of those with a set) replaced by a member of their set (default 0.3)")
     p.add_argument("--equivalent-weighting", choices=WEIGHTINGS, default="uniform", help="with --equivalents: "
                    "members weigh alike (uniform) or by how little they moved the picture (error)")
+    p.add_argument("--train-only", default=None, metavar="PREFIXES", help="only the weights whose names start with "
+                   "these comma-separated prefixes learn, e.g. tok_embeddings,output (the rest stay frozen)")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with native bf16, "
                    "AVX512_BF16/AMX; several times slower on AVX2-only CPUs)")
