@@ -1,4 +1,4 @@
-"""The README's Layout section is true: every package it names exists, every package under
+"""The Layout section of docs/architecture.md is true: every package it names exists, every package under
 app/lantern_studio is named in it, and every module file a row names is in that row's package."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ PACKAGE = ROOT / "app" / "lantern_studio"
 ROW = re.compile(r"^  (?P<name>\S+)")  # a row of app/lantern_studio/: two spaces, then its folder or file
 
 
-def layout_block(readme: str) -> str:
+def layout_block(doc: str) -> str:
     """The code block under ``## Layout``."""
-    section = readme.split("\n## Layout\n", 1)[1]
+    section = doc.split("\n## Layout\n", 1)[1]
     return section.split("```\n", 2)[1]
 
 
@@ -35,7 +35,7 @@ def package_rows(block: str) -> dict[str, str]:
 
 
 def packages_on_disk() -> set[str]:
-    """Every package under app/lantern_studio, as the README writes it (``studio/``)."""
+    """Every package under app/lantern_studio, as the Layout writes it (``studio/``)."""
     return {str(p.parent.relative_to(PACKAGE)) + "/" for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
 
 
@@ -55,10 +55,10 @@ def misnamed_modules(rows: dict[str, str]) -> list[str]:
 
 
 def test_the_layout_names_every_package_and_only_real_ones():
-    rows = package_rows(layout_block((ROOT / "README.md").read_text(encoding="utf-8")))
+    rows = package_rows(layout_block((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")))
     named, real = named_packages(rows), packages_on_disk()
-    assert sorted(named - real) == [], "named in the README's Layout but not a package"
-    assert sorted(real - named) == [], "a package the README's Layout does not name"
+    assert sorted(named - real) == [], "named in the Layout but not a package"
+    assert sorted(real - named) == [], "a package the Layout does not name"
     assert misnamed_modules(rows) == []
 
 
