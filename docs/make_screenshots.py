@@ -2,11 +2,11 @@
 
     xvfb-run -s "-screen 0 1400x900x24" .venv/bin/python docs/make_screenshots.py MODEL_FOLDER
 
-Writes ``docs/screenshot-generating.png`` (mid-generation, decision overlay on,
-a second job waiting in the queue), ``docs/screenshot-tradeoff.png`` (the
-trade-off chart after a Compare and a sweep over δ), ``docs/screenshot-replay.png``
+Writes ``docs/images/screenshot-generating.png`` (mid-generation, decision overlay on,
+a second job waiting in the queue), ``docs/images/screenshot-tradeoff.png`` (the
+trade-off chart after a Compare and a sweep over δ), ``docs/images/screenshot-replay.png``
 (the last image replayed half-way with its overlay, and the Compare pair replayed
-side by side on one clock) and ``docs/screenshot-models.png`` (the Models dialog). The app runs in this
+side by side on one clock) and ``docs/images/screenshot-models.png`` (the Models dialog). The app runs in this
 process and is driven with timers; history and caches go to a temporary folder
 unless --keep-data is given. Works on any model folder (use the bundled one
 for the published pictures); --throttle slows decoding down so a fast model
@@ -86,7 +86,7 @@ def grab(w, path: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", help="model folder (with model.json)")
-    ap.add_argument("--out", default=str(HERE), help="folder for the PNGs (default: docs/)")
+    ap.add_argument("--out", default=str(HERE / "images"), help="folder for the PNGs (default: docs/images/)")
     ap.add_argument("--prompt", default="a red heart")
     ap.add_argument("--gallery", default="a smiling sun;a green frog;a slice of pizza;a blue butterfly",
                     help="prompts generated first so the history is not empty (';'-separated)")
