@@ -376,3 +376,20 @@ def test_ship_refuses_a_sampling_it_cannot_read_in_one_line(capsys):
     with pytest.raises(SystemExit):
         parse(ship, ["--sampling", "1.0/ten/2"])
     assert "write T/K/CFG" in capsys.readouterr().err
+
+
+def test_ship_names_a_class_models_missing_vocabulary_in_one_line(tmp_path, capsys):
+    """A class model's weights copied away from their run folder (no identities.json beside them): one line that
+    says what is missing, exit 2, and nothing written, before the dataset or tokenizer is read."""
+    from support.tiny import tiny_v3_folder
+
+    folder = tiny_v3_folder(tmp_path / "v3")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "gpt.safetensors").write_bytes((folder / "gpt.safetensors").read_bytes())
+    args = parse(ship, ["--out", str(tmp_path / "out"), "--gpt", str(alone / "gpt.safetensors"),
+                        "--vq", str(tmp_path / "no-vq"), "--data", str(tmp_path / "no-data")])
+    assert ship.run(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "identities.json" in err[0] and str(alone / "gpt.safetensors") in err[0]
+    assert not (tmp_path / "out" / "model.json").exists()

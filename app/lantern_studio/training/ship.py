@@ -30,13 +30,14 @@ from ..engine.text import encoder_spec, make_text_encoder
 from ..engine.tokenizer import load_vq
 from ..models import BUNDLED_NAME, bundled_dir
 from ..models.dataset import load_dataset
-from ..models.classes import REPERTOIRES, read_vocabulary
+from ..models.classes import REPERTOIRES, VocabularyError, read_vocabulary
 from ..models.local import copy_or_save, load_eagle, load_model_dir, read_manifest, save_model_dir
 from ..paths import data_dir, runs_dir
 from ..reports import machine_info, reference_of
 from .captions import short_caption
 from .validation import Sampling
 from .recipes import AMBIGUITY_V5, DRAWS_WELL, DRAWS_WELL_V3, PROMPTING_V3, RECIPE, RECIPE_V3
+from .errors import TrainingError, command
 
 # Plain-language prompts (as people type them; from common_prompts.json), not caption names.
 GRID_PROMPTS = [
@@ -190,6 +191,14 @@ def ship(args) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     gpt = load_gpt(args.gpt)
+    if gpt.factorised:  # its vocabulary first: a missing or broken one is named before the slow parts
+        classes = _load_json(Path(args.gpt).parent / "metrics.json").get("classes") or {}
+        try:
+            vocab = read_vocabulary(Path(args.gpt).parent / "identities.json", classes.get("styles"),
+                                    classes.get("tones"))
+        except VocabularyError as e:
+            raise TrainingError(f"train ship --gpt {args.gpt}: a class model ships with the identities.json of its "
+                                f"run folder, beside the weights ({e})") from None
     vq = load_vq(args.vq)
     eagle = load_eagle(args.eagle, gpt.config) if args.eagle and Path(args.eagle).exists() else None
     images, meta, manifest = load_dataset(args.data)
@@ -197,9 +206,6 @@ def ship(args) -> dict:
     if gpt.factorised:
         for old in ("captions.json", "caption_vectors.safetensors", "heldout_prompts.json"):
             (out / old).unlink(missing_ok=True)  # a text model's files, left from an earlier ship
-        src = Path(args.gpt).parent / "identities.json"
-        classes = _load_json(Path(args.gpt).parent / "metrics.json").get("classes") or {}
-        vocab = read_vocabulary(src, classes.get("styles"), classes.get("tones"))
         (out / "identities.json").write_text(vocab.to_json(), encoding="utf-8")
         snap = class_snap_files(out, vocab, encoder)
         # a run trained on some styles only (train ar --styles) offers just those; the others keep their rows
@@ -266,6 +272,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 
+@command
 def run(args) -> int:
     out = Path(args.out)
     if not args.card_only:
