@@ -56,18 +56,25 @@ def _prepared(shuffle_labels: bool) -> dict:
             "styles": vocab.styles, "tones": vocab.tones}
 
 
-def _train(tmp_path, prep: dict, steps: int = 300):
-    p = argparse.ArgumentParser()
-    ar.add_arguments(p)
-    args = p.parse_args(["--vq", "unused", "--run", str(tmp_path / "run"), "--condition", "class", "--steps", str(steps),
-                         "--batch", "16", "--dim", "32", "--layers", "2", "--heads", "2", "--lr", "3e-3", "--warmup",
-                         "20", "--dropout", "0", "--threads", "1", "--eval-every", "1000", "--eval-images", "8",
-                         "--log-every", "100"])
-    args.prepared = prep
-    ar.train(args)
+def train_class(tmp_path, prep: dict, run: str = "run", extra=(), steps: int = 300, warmup: int = 20,
+                batch: int = 16, layers: int = 2):
+    """A tiny class run of ``train ar`` on ``prep`` (prepared rows, no tokenizer) in ``tmp_path / run``, with
+    ``extra`` flags → (its weights, its metrics)."""
     from lantern_studio.engine.checkpoints import load_gpt
 
-    return load_gpt(tmp_path / "run" / "gpt.safetensors")
+    p = argparse.ArgumentParser()
+    ar.add_arguments(p)
+    args = p.parse_args(["--vq", "unused", "--run", str(tmp_path / run), "--condition", "class", "--steps", str(steps),
+                         "--batch", str(batch), "--dim", "32", "--layers", str(layers), "--heads", "2", "--lr", "3e-3",
+                         "--warmup", str(warmup), "--dropout", "0", "--threads", "1", "--eval-every", "1000",
+                         "--eval-images", "8", "--log-every", "100", *extra])
+    args.prepared = prep
+    metrics = ar.train(args)
+    return load_gpt(tmp_path / run / "gpt.safetensors"), metrics
+
+
+def _train(tmp_path, prep: dict, steps: int = 300):
+    return train_class(tmp_path, prep, steps=steps)[0]
 
 
 def classes_reproduced(gpt) -> int:

@@ -199,29 +199,11 @@ def test_window_start_keeps_the_position_and_its_neighbours_inside():
     assert np.isclose(LEVELS, 127.5)
 
 
-def train_tiny(tmp_path, prep, run, extra, steps=150, batch=16, layers=2):
-    """A tiny class run of ``train ar`` on ``prep`` (the test's prepared rows) → (its weights, its metrics)."""
-    import argparse
-
-    from lantern_studio.engine.checkpoints import load_gpt
-    from lantern_studio.training import ar
-
-    p = argparse.ArgumentParser()
-    ar.add_arguments(p)
-    args = p.parse_args(["--vq", "unused", "--run", str(tmp_path / run), "--condition", "class", "--steps", str(steps),
-                         "--batch", str(batch), "--dim", "32", "--layers", str(layers), "--heads", "2", "--lr", "3e-3",
-                         "--warmup", str(min(10, steps // 10)), "--dropout", "0", "--threads", "1",
-                         "--eval-every", "1000", "--eval-images", "8", "--log-every", "100", "--shifts", "none", *extra])
-    args.prepared = prep
-    metrics = ar.train(args)
-    return load_gpt(tmp_path / run / "gpt.safetensors").eval(), metrics
-
-
 def test_a_class_run_taught_the_sets_puts_mass_on_them_and_records_their_hash(tmp_path):
     """Behaviour, seed fixed: a tiny class model trained 150 steps with --equivalents (clean share 0.3) puts over
     0.3 of its teacher-forced probability on the positions' set members; the same run without them (the mutant:
     plain one-hot targets) puts under 0.2 there, and under 1/2.5 of the taught run's. The run's metrics name the sets file by its sha256."""
-    from test_class_model import VOCAB, _prepared
+    from test_class_model import VOCAB, _prepared, train_class
 
     prep = _prepared(shuffle_labels=False)
     codes = prep["codes"][0].long()  # (N, 4, 4)
@@ -234,7 +216,8 @@ def test_a_class_run_taught_the_sets_puts_mass_on_them_and_records_their_hash(tm
                      {"tau": 6.0})
 
     def train(run, extra):
-        return train_tiny(tmp_path, prep, run, extra)
+        gpt, metrics = train_class(tmp_path, prep, run, ["--shifts", "none", *extra], steps=150, warmup=10)
+        return gpt.eval(), metrics
 
     def member_mass(gpt):
         with torch.no_grad():
@@ -257,12 +240,13 @@ def test_a_class_run_taught_the_sets_puts_mass_on_them_and_records_their_hash(tm
 def test_train_only_leaves_every_other_weight_as_it_was(tmp_path):
     """--train-only tok_embeddings,output (run C's lever): the body's weights come out bit for bit as they went in,
     the named ones move; a name the model lacks is one clear line."""
-    from test_class_model import _prepared
+    from test_class_model import _prepared, train_class
 
     prep = _prepared(shuffle_labels=False)
 
     def train(run, extra):
-        return train_tiny(tmp_path, prep, run, extra, steps=20, batch=8, layers=1)[0].state_dict()
+        return train_class(tmp_path, prep, run, ["--shifts", "none", *extra], steps=20, warmup=2, batch=8,
+                           layers=1)[0].state_dict()
 
     start = train("start", [])
     moved = train("only", ["--init-from", str(tmp_path / "start" / "gpt.safetensors"),
