@@ -10,7 +10,7 @@ import torch
 
 from lantern_studio.engine.neighbours import compute_neighbours
 from lantern_studio.engine.tokenizer import VQArgs, VQModel
-from lantern_studio.training.equivalence import (LEVELS, PairTable, compose, flat_positions, measure_sets,
+from lantern_studio.training.equivalence import (FORMAT, LEVELS, PairTable, compose, flat_positions, measure_sets,
                                                  patch_slice, read_sets, sets_from_table, window_start, write_sets)
 from lantern_studio.training.equivalent_targets import (EquivalentTargets, check_rows, equivalent_nll,
                                                         member_weights, soft_targets, substitute_equivalents)
@@ -188,6 +188,18 @@ def test_the_sets_file_round_trips_by_hash_and_hostile_files_are_one_line(tmp_pa
     with pytest.raises(TrainingError, match="not an equivalence-sets file"):
         read_sets(tmp_path / "other.safetensors")
     json.dumps(s.meta)  # the metadata stays plain JSON
+    # the hash is of the contents: the same sets written again hash alike, one member more does not
+    again = write_sets(tmp_path / "again.safetensors", grids.reshape(2, -1), nb, members,
+                       torch.zeros_like(members, dtype=torch.uint8), {"tau": 6.0})
+    members[1, 0, 0] = True
+    other = write_sets(tmp_path / "more.safetensors", grids.reshape(2, -1), nb, members,
+                       torch.zeros_like(members, dtype=torch.uint8), {"tau": 6.0})
+    assert again == sha and read_sets(tmp_path / "again.safetensors").sha256 == sha and other != sha
+    save_file({"grids": torch.zeros(2, 36, dtype=torch.float32), "neighbours": nb.to(torch.int16),
+               "members": members.to(torch.uint8), "error": torch.zeros_like(members, dtype=torch.uint8)},
+              str(tmp_path / "typed.safetensors"), metadata={"format": FORMAT})
+    with pytest.raises(TrainingError, match="types a sets file holds"):
+        read_sets(tmp_path / "typed.safetensors")
 
 
 def test_window_start_keeps_the_position_and_its_neighbours_inside():

@@ -17,7 +17,7 @@ from support.trainer_flags import TRAINERS, flag_table, parser_table
 EXPECTED = json.loads((Path(__file__).parent / "data" / "trainer_flags_8b77578.json").read_text())
 #: flags a trainer gained since that commit, on purpose (model v5's objective; the tokenizer's colour runs)
 ADDED_SINCE = {"train ar": {"copy_targets", "copy_weight", "style_dropout", "equivalents", "clean_share",
-                            "equivalent_inputs", "equivalent_weighting", "train_only"},
+                            "equivalent_inputs", "equivalent_weighting", "train_only", "reading_classes"},
                "train vq": {"balance_hues", "colour_whiten"}}
 
 

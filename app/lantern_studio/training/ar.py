@@ -42,6 +42,7 @@ from .ar_objective import drop_styles, neighbour_table, nll, substitute_neighbou
 from .ar_rows import (SHIFT_SETS, load_pack, parse_styles, prepare, prepare_classes, write_pack)
 from .equivalence import read_sets
 from .equivalent_targets import WEIGHTINGS, EquivalentTargets, check_rows
+from .reading_classes import classes_of, summary_line, tie_rows
 from .validation import Sampling, SampleValidation, ValidationError
 
 def model_args(vocab: int, grid: int, length: int, caption_dim: int, dim: int, layers: int, heads: int) -> ModelArgs:
@@ -204,12 +205,20 @@ class ArTrainer:
             else:  # --objective cca: against the frozen reference (cca.py)
                 loss, shown = self.contrast(self.model, rows[0], rows[1])
         optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=1.0)
+        self.tie_reading()
         if self.ema is not None:
             with torch.no_grad():
                 for k, v in self.model.state_dict().items():
                     self.ema[k].mul_(a.ema).add_(v.detach().float(), alpha=1 - a.ema)
         self.step += 1
         return {"loss": float(loss.detach()), "lr": lr, **shown}
+
+    def tie_reading(self) -> None:
+        """With reading classes: every code's input row is its class centre's (the only row that learns)."""
+        if self.equivalents is not None and self.equivalents.centre is not None:
+            tie_rows(self.model.tok_embeddings.weight.data, self.equivalents.centre)
+            if self.ema is not None:
+                tie_rows(self.ema["tok_embeddings.weight"], self.equivalents.centre)
 
     def evaluate(self) -> tuple[dict, str]:
         h = evaluate(self.model, self.data, self.held_idx[: self.a.eval_images])
@@ -302,6 +311,9 @@ def check_args(args) -> None:
                                                 or args.objective != "nll"):
         raise TrainingError("train ar --equivalents: a class run on the unshifted tokens (--shifts none), without "
                             "--jitter, --neighbour-weight, --substitute or --objective cca")
+    reading = getattr(args, "reading_classes", 0.0)
+    if reading and (not getattr(args, "equivalents", None) or not 0 < reading <= 1):
+        raise TrainingError(f"train ar --reading-classes: a share in (0, 1] with --equivalents, got {reading}")
     if not 0 < args.copy_weight <= 1:
         raise TrainingError(f"train ar --copy-weight: must be in (0, 1], got {args.copy_weight}")
     if args.copy_targets and not args.jitter:
@@ -386,8 +398,12 @@ def build_trainer(args, prep: Prep, run: Path, group, log, resumed: dict | None)
     if getattr(args, "equivalents", None):
         sets = read_sets(args.equivalents)
         check_rows(sets, prep.codes[0], args.equivalents)
+        centre = classes_of(sets, args.reading_classes) if args.reading_classes else None
         trainer.equivalents = EquivalentTargets(sets, args.clean_share, args.equivalent_inputs,
-                                                args.equivalent_weighting)
+                                                args.equivalent_weighting, centre)
+        if centre is not None:
+            log(summary_line(centre, sets.grids, sets.neighbours, sets.members))
+            trainer.tie_reading()
         log(f"equivalence sets {args.equivalents} (sha256 {sets.sha256[:16]}…, tau {trainer.equivalents.tau:g}): "
             f"{float(sets.members.any(-1).float().mean()):.0%} of positions have one; clean share "
             f"{args.clean_share:g}, contexts substituted {args.equivalent_inputs:g}, weighting "
@@ -486,7 +502,8 @@ def ambiguity_record(args, prep: Prep | None) -> dict:
         out["equivalents"] = {"file": Path(args.equivalents).name, "sha256": sets.sha256,
                               "tau": sets.meta.get("tau"), "k": int(sets.neighbours.shape[1]),
                               "clean_share": args.clean_share, "inputs": args.equivalent_inputs,
-                              "weighting": args.equivalent_weighting}
+                              "weighting": args.equivalent_weighting,
+                              "reading_classes": getattr(args, "reading_classes", 0.0)}
     kind = getattr(args, "jitter", None)
     if kind and prep is not None:
         spec = Jitter(kind, args.jitter_copies, args.seed)
@@ -584,6 +601,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "tokens (of those with a set) replaced by a member of their set (default 0.3)")
     p.add_argument("--equivalent-weighting", choices=WEIGHTINGS, default="uniform", help="with --equivalents: "
                    "members weigh alike (uniform) or by how little they moved the picture (error)")
+    p.add_argument("--reading-classes", type=float, default=0.0, metavar="SHARE", help="with --equivalents: read "
+                   "each code as its reading class's centre (latent neighbours in each other's sets at least SHARE "
+                   "of the time; training/reading_classes.py) and spread the targets over classmates only; 0 = off")
     p.add_argument("--train-only", default=None, metavar="PREFIXES", help="only the weights whose names start with "
                    "these comma-separated prefixes learn, e.g. tok_embeddings,output (the rest stay frozen)")
     p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")

@@ -22,7 +22,7 @@ Measuring it naively decodes 256 × k whole grids per picture (~5 minutes a pict
 3. **A check on held-out pictures** (:func:`check_sets`): the table's sets decoded on the *whole* grid, one
    member at a time, and every position picking a member at once (the compose line): how far the picture moves.
 
-The sets are stored beside the prepared data as a safetensors file (:func:`write_sets`) whose sha256 the model card
+The sets are stored beside the prepared data as a safetensors file (:func:`write_sets`) whose contents' sha256 the model card
 names; ``train ar --equivalents FILE`` teaches them (:mod:`.equivalent_targets`).
 """
 
@@ -263,17 +263,39 @@ def grids_hash(grids: torch.Tensor) -> str:
     return hashlib.sha256(grids.to(torch.int16).contiguous().numpy().tobytes()).hexdigest()
 
 
+#: the meta keys that say how the sets were made (the rest are measured figures and timings)
+RECIPE_KEYS = ("k", "min_tries", "rows", "sample", "share", "tau", "vq_sha256", "window")
+
+
+def contents_hash(tensors: dict[str, torch.Tensor], meta_json: str) -> str:
+    """sha256 of a sets file's contents: each tensor (by name: dtype, shape, bytes) and the recipe in its meta
+    (:data:`RECIPE_KEYS`). The file's own bytes are not stable (safetensors writes metadata keys in no fixed order,
+    and the meta holds timings); this is: the same command gives the same hash."""
+    h = hashlib.sha256(FORMAT.encode())
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.numpy().tobytes())
+    try:
+        meta = json.loads(meta_json)
+    except ValueError:
+        meta = None
+    recipe = {k: meta.get(k) for k in RECIPE_KEYS} if isinstance(meta, dict) else meta_json
+    h.update(json.dumps(recipe, sort_keys=True).encode())
+    return h.hexdigest()
+
+
 def write_sets(path: Path, grids: torch.Tensor, neighbours: torch.Tensor, members: torch.Tensor,
                error: torch.Tensor, meta: dict) -> str:
-    """Write the sets (safetensors; ``meta`` as JSON in its metadata) → the file's sha256."""
+    """Write the sets (safetensors; ``meta`` as JSON in its metadata) → their :func:`contents_hash`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    save_file({"grids": grids.to(torch.int16).contiguous(), "neighbours": neighbours.to(torch.int16).contiguous(),
-               "members": members.to(torch.uint8).contiguous(), "error": error.to(torch.uint8).contiguous()},
-              str(tmp), metadata={"format": FORMAT, "meta": json.dumps(meta, sort_keys=True),
-                                  "grids_sha256": grids_hash(grids)})
+    tensors = {"grids": grids.to(torch.int16).contiguous(), "neighbours": neighbours.to(torch.int16).contiguous(),
+               "members": members.to(torch.uint8).contiguous(), "error": error.to(torch.uint8).contiguous()}
+    meta_json = json.dumps(meta, sort_keys=True)
+    save_file(tensors, str(tmp), metadata={"format": FORMAT, "meta": meta_json, "grids_sha256": grids_hash(grids)})
     tmp.replace(path)
-    return sha256_file(path)
+    return contents_hash(tensors, meta_json)
 
 
 @dataclass(frozen=True)
@@ -304,15 +326,18 @@ def read_sets(path) -> EquivalenceSets:
     if md.get("format") != FORMAT or set(t) != {"grids", "neighbours", "members", "error"}:
         raise TrainingError(f"--equivalents {path}: not an equivalence-sets file ({FORMAT})")
     g, nb, m, e = t["grids"], t["neighbours"], t["members"], t["error"]
+    if (g.dtype, nb.dtype, m.dtype, e.dtype) != (torch.int16, torch.int16, torch.uint8, torch.uint8):
+        raise TrainingError(f"--equivalents {path}: its tensors are not of the types a sets file holds")
     if g.ndim != 2 or nb.ndim != 2 or m.shape != (*g.shape, nb.shape[1]) or e.shape != m.shape:
         raise TrainingError(f"--equivalents {path}: its tensors' shapes do not fit together")
     if int(g.min()) < 0 or int(g.max()) >= nb.shape[0] or int(nb.min()) < 0 or int(nb.max()) >= nb.shape[0]:
         raise TrainingError(f"--equivalents {path}: a code outside its neighbour table")
+    meta_json = md.get("meta", "{}")
     try:
-        meta = json.loads(md.get("meta", "{}"))
+        meta = json.loads(meta_json)
     except ValueError:
         meta = {}
-    return EquivalenceSets(g.long(), nb.long(), m.bool(), e, meta, sha256_file(path))
+    return EquivalenceSets(g.long(), nb.long(), m.bool(), e, meta, contents_hash(t, meta_json))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -392,7 +417,7 @@ def run(args) -> int:
     sha = write_sets(out, grids.reshape(n, -1), neighbours, members.reshape(n, -1, args.k),
                      error.reshape(n, -1, args.k), report)
     (out.with_suffix(".json")).write_text(json.dumps({**report, "sha256": sha}, indent=2) + "\n")
-    print(f"wrote {out} (sha256 {sha})")
+    print(f"wrote {out} (sha256 of its contents {sha})")
     return 0
 
 

@@ -8,7 +8,9 @@ code that decode within τ/255 of it in context. Two levers teach them:
   picture least); a position with an empty set keeps its one-hot target;
 * **contexts drawn from the same sets** (:func:`substitute_equivalents`): about ``share`` of the context tokens
   are replaced by a member of their own set, the sequences the model's own sampling and LANTERN's relaxation feed
-  it once it spreads its mass.
+  it once it spreads its mass;
+* or **reading classes** (:mod:`.reading_classes`): the model reads every code as its class's centre and its
+  targets spread only over classmates, so the re-tokenisations it samples read exactly as the clean picture.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch.nn.functional as F
 
 from .equivalence import EquivalenceSets, grids_hash
 from .errors import TrainingError
+from .reading_classes import classmates, read_as
 
 WEIGHTINGS = ("uniform", "error")
 
@@ -79,7 +82,8 @@ def substitute_equivalents(tok: torch.Tensor, neighbours: torch.Tensor, members:
 class EquivalentTargets:
     """A run's sets and levers, drawn per batch: ``batch(tok, rows, gen)`` → (inputs, weights)."""
 
-    def __init__(self, sets: EquivalenceSets, clean_share: float, substitute: float, weighting: str):
+    def __init__(self, sets: EquivalenceSets, clean_share: float, substitute: float, weighting: str,
+                 centre: torch.Tensor | None = None):
         if not 0 <= clean_share <= 1:
             raise TrainingError(f"train ar --clean-share: must be in [0, 1], got {clean_share}")
         if not 0 <= substitute <= 1:
@@ -87,12 +91,17 @@ class EquivalentTargets:
         if weighting not in WEIGHTINGS:
             raise TrainingError(f"train ar --equivalent-weighting: one of {', '.join(WEIGHTINGS)}, got {weighting}")
         self.sets, self.clean_share, self.substitute, self.weighting = sets, clean_share, substitute, weighting
+        self.centre = centre  # (V,) each code's reading-class centre, or None: codes are read as they are
         self.tau = float(sets.meta.get("tau", 6.0))
 
     def batch(self, tok: torch.Tensor, rows: torch.Tensor, gen: torch.Generator):
-        members = self.sets.members[rows.cpu()]
+        members = self.sets.members[rows.cpu()].bool()
+        if self.centre is not None:  # only the members that read as the clean code do
+            members = classmates(tok.cpu(), self.sets.neighbours.long(), members, self.centre)
         weights = member_weights(members, self.sets.error[rows.cpu()], self.weighting, self.tau).to(tok.device)
         inputs = substitute_equivalents(tok, self.sets.neighbours, members, self.substitute, gen)
+        if self.centre is not None:
+            inputs = read_as(inputs, self.centre)
         return inputs, weights
 
     def loss(self, model, tok, cond, mask, inputs, weights) -> torch.Tensor:
