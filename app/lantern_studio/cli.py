@@ -127,6 +127,8 @@ COMMANDS = (
         Command("colours", ".training.colours", "measure how the tokenizer keeps each colour (by hue)"),
         Command("equivalents", ".training.equivalence",
                 "measure which latent neighbours decode to the same picture, and store the sets"),
+        Command("reading", ".training.reading_probe",
+                "measure how a class model reads re-tokenised pictures and its reading classes"),
         Command("retoken", ".training.retoken", "carry an AR model's token rows over to a new tokenizer's codes"),
     )),
     Command("models", ".commands.models", "list, download and remove models"),

@@ -110,3 +110,36 @@ def test_a_run_with_reading_classes_ships_tied_rows_and_records_the_share(tmp_pa
     with pytest.raises(TrainingError, match="--reading-classes"):
         train_class(tmp_path, prep, "bad", ["--shifts", "none", "--reading-classes", "0.5"], steps=2, warmup=1,
                     batch=8, layers=1)
+
+
+def test_the_reading_probe_scores_mass_and_what_each_class_costs():
+    """``train reading``'s measures on made-up probabilities, and class costs on a tiny model: a class whose rows
+    are tied costs nothing; the same class untied (the mutant) costs NLL."""
+    from lantern_studio.training.reading_probe import class_costs, scores, spread
+
+    tok = torch.tensor([[0, 1, 2]])
+    probs = torch.zeros(1, 3, V)
+    probs[0, 0, 0], probs[0, 0, 1] = 0.5, 0.5  # right (argmax ties go to the first)
+    probs[0, 1, 1], probs[0, 1, 3] = 0.25, 0.75  # wrong
+    probs[0, 2, 2] = 1.0
+    has_set = torch.tensor([[True, True, False]])
+    s = scores(probs, tok, has_set)
+    assert s["set"] == 0.5 and s["no_set"] == 1.0
+    assert abs(s["nll"] - (-(torch.tensor(0.5).log() + torch.tensor(0.25).log()) / 3)) < 1e-6
+    mates = torch.zeros(1, 3, 2, dtype=torch.bool)
+    mates[0, 0, 0] = True  # position 0: code 0's rank 0 (code 1) reads as it
+    m = spread(probs, tok, NB, mates)
+    assert abs(m["share"] - 1 / 3) < 1e-6 and m["own"] == 0.5 and m["classmates"] == 0.5 and m["largest"] == 0.5
+
+    torch.manual_seed(0)
+    model = Transformer(ModelArgs(dim=32, n_layer=1, n_head=2, vocab_size=V, block_size=9, num_classes=3,
+                                  num_styles=1, num_tones=1, model_type="c2i", cls_token_num=1)).eval()
+    torch.nn.init.normal_(model.output.weight, std=0.5)
+    centre = torch.arange(V)
+    centre[[1, 2]] = 0
+    centre[5] = 4
+    seqs = torch.tensor([[0, 1, 2, 4, 5, 3, 1, 5, 2], [5, 4, 1, 0, 2, 6, 7, 1, 4]])
+    cond = torch.tensor([[0, 0, 0], [1, 0, 0]])
+    tie_rows(model.tok_embeddings.weight.data[:, :], torch.tensor([0, 0, 0, 3, 4, 5, 6, 7]))  # class 0 tied only
+    costs = {c: cost for c, _, cost in class_costs(model, seqs, cond, centre)}
+    assert abs(costs[0]) < 1e-6 and costs[4] != 0
