@@ -20,6 +20,15 @@ V = 8
 NB = torch.tensor([[(v + 1) % V, (v + 2) % V] for v in range(V)])
 
 
+def tiny_model(output_std: float) -> Transformer:
+    """A one-layer class model over the V codes, seed 0, its output head large enough to read."""
+    torch.manual_seed(0)
+    model = Transformer(ModelArgs(dim=32, n_layer=1, n_head=2, vocab_size=V, block_size=9, num_classes=3,
+                                  num_styles=1, num_tones=1, model_type="c2i", cls_token_num=1)).eval()
+    torch.nn.init.normal_(model.output.weight, std=output_std)
+    return model
+
+
 def sets_for(pairs: dict[int, list[int]], counts: dict[int, int]):
     """Grids holding each code ``counts[c]`` times, every position of code c holding the ranks ``pairs[c]``."""
     codes = torch.cat([torch.full((n,), c) for c, n in counts.items()])
@@ -68,10 +77,7 @@ def test_classmates_keep_only_members_that_read_as_the_code():
 def test_tied_rows_read_a_classmate_exactly_as_its_centre():
     """A tiny model, rows tied: logits on a sequence and on it with classmates swapped in are identical; untied
     (the mutant), they differ."""
-    torch.manual_seed(0)
-    model = Transformer(ModelArgs(dim=32, n_layer=1, n_head=2, vocab_size=V, block_size=9, num_classes=3,
-                                  num_styles=1, num_tones=1, model_type="c2i", cls_token_num=1)).eval()
-    torch.nn.init.normal_(model.output.weight, std=0.2)
+    model = tiny_model(0.2)
     centre = torch.arange(V)
     centre[[1, 2]] = 0
     seq = torch.tensor([[0, 3, 0, 5, 0, 6, 0, 4]])
@@ -131,10 +137,7 @@ def test_the_reading_probe_scores_mass_and_what_each_class_costs():
     m = spread(probs, tok, NB, mates)
     assert abs(m["share"] - 1 / 3) < 1e-6 and m["own"] == 0.5 and m["classmates"] == 0.5 and m["largest"] == 0.5
 
-    torch.manual_seed(0)
-    model = Transformer(ModelArgs(dim=32, n_layer=1, n_head=2, vocab_size=V, block_size=9, num_classes=3,
-                                  num_styles=1, num_tones=1, model_type="c2i", cls_token_num=1)).eval()
-    torch.nn.init.normal_(model.output.weight, std=0.5)
+    model = tiny_model(0.5)
     centre = torch.arange(V)
     centre[[1, 2]] = 0
     centre[5] = 4
