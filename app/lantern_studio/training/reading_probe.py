@@ -20,7 +20,6 @@ import argparse
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from ..engine.checkpoints import CheckpointError, load_gpt
 from ..paths import data_dir, runs_dir
