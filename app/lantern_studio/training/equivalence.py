@@ -22,8 +22,9 @@ Measuring it naively decodes 256 × k whole grids per picture (~5 minutes a pict
 3. **A check on held-out pictures** (:func:`check_sets`): the table's sets decoded on the *whole* grid, one
    member at a time, and every position picking a member at once (the compose line): how far the picture moves.
 
-The sets are stored beside the prepared data as a safetensors file (:func:`write_sets`) whose contents' sha256 the model card
-names; ``train ar --equivalents FILE`` teaches them (:mod:`.equivalent_targets`).
+The sets are stored beside the prepared data as a safetensors file (:func:`write_sets`) whose contents' sha256
+(:func:`contents_hash`) the model card names; ``train ar --equivalents FILE`` teaches them
+(:mod:`.equivalent_targets`).
 """
 
 from __future__ import annotations
@@ -301,7 +302,7 @@ def write_sets(path: Path, grids: torch.Tensor, neighbours: torch.Tensor, member
 @dataclass(frozen=True)
 class EquivalenceSets:
     """Stored sets: each row's code grid (N, T) int16, the neighbour table (V, k), members (N, T, k) bool and each
-    member's expected error (N, T, k) uint8 (levels of 255)."""
+    member's expected error (N, T, k) uint8 (levels of 255); ``sha256``: their :func:`contents_hash`."""
 
     grids: torch.Tensor
     neighbours: torch.Tensor
