@@ -129,6 +129,8 @@ COMMANDS = (
                 "measure which latent neighbours decode to the same picture, and store the sets"),
         Command("reading", ".training.reading_probe",
                 "measure how a class model reads re-tokenised pictures and its reading classes"),
+        Command("proximity", ".training.decoded_proximity",
+                "rank each code's neighbours by decoded likeness and install them in a model folder"),
         Command("retoken", ".training.retoken", "carry an AR model's token rows over to a new tokenizer's codes"),
     )),
     Command("models", ".commands.models", "list, download and remove models"),

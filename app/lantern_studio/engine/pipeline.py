@@ -81,6 +81,7 @@ class ImagePipeline:
         source: Optional[ModelSource] = None,
         scorer: Optional[Scorer] = None,
         heads: Optional[DraftHeads] = None,
+        proximity: Optional[tuple] = None,
     ):
         self.gpt = gpt.eval()
         self.runner = Runner(self.gpt)  # the decode loop's fast path over the target (engine/runner.py)
@@ -92,6 +93,7 @@ class ImagePipeline:
         self.name = name
         self._table_cache = table_cache
         self._table: Optional[ProximityTable] = None
+        self.proximity = proximity  # (ranked (V, A), rest): the folder's neighbours ranked first, or None (latent)
         self.source = source or ModelSource()
         self.scorer = scorer  # None: this model cannot score its pictures
 
@@ -112,7 +114,8 @@ class ImagePipeline:
     @property
     def table(self) -> ProximityTable:
         if self._table is None:
-            self._table = ProximityTable(self.vq.codebook(), cache_dir=self._table_cache)
+            ranked, rest = self.proximity if self.proximity is not None else (None, "latent")
+            self._table = ProximityTable(self.vq.codebook(), cache_dir=self._table_cache, ranked=ranked, rest=rest)
         return self._table
 
     def to(self, device) -> "ImagePipeline":
