@@ -8,17 +8,9 @@ from lantern_studio.engine.acceptance import neighbourhood, verify_chain
 from lantern_studio.engine.decisions import ACCEPTED_EXACT, ACCEPTED_RELAXED
 from lantern_studio.engine.neighbours import ProximityTable, compute_neighbours
 from lantern_studio.engine.relaxation import Relaxation
-from support.oracles import step_output_distribution
+from support.oracles import random_case, step_output_distribution
 
 V = 9
-
-
-def random_case(seed):
-    g = torch.Generator().manual_seed(seed)
-    codebook = torch.randn(V, 2, generator=g)
-    p = torch.softmax(torch.randn(V, generator=g).double() * 1.5, 0)
-    q = torch.softmax(torch.randn(V, generator=g).double() * 1.5, 0)
-    return codebook, p, q
 
 
 def brute_neighbours(codebook, x):
@@ -38,7 +30,7 @@ def brute_neighbourhood(codebook, p, x, k, bound):
 
 
 def test_neighbour_table_is_nearest_first_self_excluded_and_chunk_independent(tmp_path):
-    codebook, _, _ = random_case(0)
+    codebook, _, _ = random_case(0, V)
     table = compute_neighbours(codebook, V - 1, chunk=2)
     assert torch.equal(table, compute_neighbours(codebook, V - 1, chunk=1000))
     for x in range(V):
@@ -54,7 +46,7 @@ def test_neighbour_table_is_nearest_first_self_excluded_and_chunk_independent(tm
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("k,delta", [(1, 0.05), (3, 0.1), (5, 0.3), (8, 0.6), (8, 1.0)])
 def test_deterministic_draft_gives_exactly_p_tilde(seed, k, delta):
-    codebook, p, _ = random_case(seed)
+    codebook, p, _ = random_case(seed, V)
     table = ProximityTable(codebook)
     relax = Relaxation(k, delta)
     for x in range(V):
@@ -73,7 +65,7 @@ def test_deterministic_draft_gives_exactly_p_tilde(seed, k, delta):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("k,delta", [(2, 0.1), (4, 0.25), (8, 0.5)])
 def test_sampled_drafts_bound_holds_per_token(seed, k, delta):
-    codebook, p, q = random_case(seed)
+    codebook, p, q = random_case(seed, V)
     table = ProximityTable(codebook)
     relax = Relaxation(k, delta)
     out = step_output_distribution(p, q, relax, table)
@@ -84,7 +76,7 @@ def test_sampled_drafts_bound_holds_per_token(seed, k, delta):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_delta_zero_is_exact_speculative_sampling(seed):
-    codebook, p, q = random_case(seed)
+    codebook, p, q = random_case(seed, V)
     table = ProximityTable(codebook)
     for relax in (Relaxation(0, 0.3), Relaxation(5, 0.0)):
         assert torch.allclose(step_output_distribution(p, q, relax, table), p, atol=1e-12)
@@ -94,7 +86,7 @@ def test_delta_zero_is_exact_speculative_sampling(seed):
 
 
 def test_lantern_pp_uses_multiplicative_bound():
-    codebook, p, _ = random_case(3)
+    codebook, p, _ = random_case(3, V)
     table = ProximityTable(codebook)
     x = int(p.argmax())
     lam = 1.7
@@ -109,7 +101,7 @@ def test_lantern_pp_uses_multiplicative_bound():
 @pytest.mark.parametrize("sampled", [False, True])
 def test_verify_chain_samples_the_enumerated_distribution(sampled):
     """Monte Carlo of the real sampler vs the enumeration, 40,000 draws, TV < 0.015."""
-    codebook, p, q = random_case(11)
+    codebook, p, q = random_case(11, V)
     table = ProximityTable(codebook)
     relax = Relaxation(4, 0.2)
     p32, q32 = p.float(), q.float()

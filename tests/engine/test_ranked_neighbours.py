@@ -10,16 +10,14 @@ from lantern_studio.engine.acceptance import neighbourhood, verify_chain
 from lantern_studio.engine.neighbours import ProximityTable, compute_neighbours, put_first
 from lantern_studio.engine.relaxation import Relaxation
 from lantern_studio.engine.step_bound import relaxed_target
-from support.oracles import step_output_distribution
+from support.oracles import random_case, step_output_distribution
 
 V = 9
 
 
 def case(seed):
-    g = torch.Generator().manual_seed(seed)
-    codebook = torch.randn(V, 2, generator=g)
-    p = torch.softmax(torch.randn(V, generator=g).double() * 1.5, 0)
-    q = torch.softmax(torch.randn(V, generator=g).double() * 1.5, 0)
+    codebook, p, q = random_case(seed, V)
+    g = torch.Generator().manual_seed(1000 + seed)
     ranked = torch.full((V, 3), -1)
     for c in range(V):  # 0..3 distinct codes other than c, in a random order
         others = [o for o in torch.randperm(V, generator=g).tolist() if o != c]

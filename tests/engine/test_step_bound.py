@@ -19,19 +19,11 @@ from lantern_studio.engine.relaxation import Relaxation, total_variation
 from lantern_studio.engine.sampling import probs_from_logits
 from lantern_studio.engine.settings import GenerationSettings, SettingsError
 from support import oracles
-from support.oracles import step_output_distribution
+from support.oracles import random_case, step_output_distribution
 from support.tiny import tiny_gpt
 
 CASES = [(seed, v) for seed, v in zip(range(8), (8, 9, 10, 11, 12, 8, 10, 12))]
 KD = [(1, 0.05), (2, 0.1), (3, 0.3), (5, 0.5), (7, 1.0)]
-
-
-def random_case(seed, v):
-    g = torch.Generator().manual_seed(seed)
-    codebook = torch.randn(v, 2, generator=g)
-    p = torch.softmax(torch.randn(v, generator=g).double() * 1.5, 0)
-    q = torch.softmax(torch.randn(v, generator=g).double() * 1.5, 0)
-    return codebook, p, q
 
 
 def brute_neighbours(codebook, x, k):

@@ -14,6 +14,15 @@ from lantern_studio.engine import acceptance, step_bound
 from lantern_studio.engine.relaxation import Relaxation
 
 
+def random_case(seed: int, v: int):
+    """A seeded test case over ``v`` codes: a 2-D codebook (v, 2) and target and drafter distributions p, q (float64)."""
+    g = torch.Generator().manual_seed(seed)
+    codebook = torch.randn(v, 2, generator=g)
+    p = torch.softmax(torch.randn(v, generator=g).double() * 1.5, 0)
+    q = torch.softmax(torch.randn(v, generator=g).double() * 1.5, 0)
+    return codebook, p, q
+
+
 def step_output_distribution(p_row, q_row, relax: Relaxation, table, draft: Optional[int] = None) -> torch.Tensor:
     """The exact distribution (float64) of the token one verification step emits at a slot,
     for the rule ``relax`` names.

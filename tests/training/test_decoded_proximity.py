@@ -9,7 +9,6 @@ from lantern_studio.models.local import load_model_dir
 from lantern_studio.models.proximity_file import read_proximity
 from lantern_studio.training.decoded_proximity import mean_errors, rank_alike, ranked_from_sets, run
 from lantern_studio.training.equivalence import read_sets, write_sets
-from lantern_studio.training.errors import TrainingError
 from support.tiny import tiny_v3_folder
 
 V = 12
