@@ -90,6 +90,11 @@ class ProximityTable:
         self._device_tables: dict = {}
 
     @property
+    def pads(self) -> bool:
+        """Whether rows may end in the code itself (ranked codes followed by nothing)."""
+        return self.ranked is not None and self.rest == "none"
+
+    @property
     def order(self) -> str:
         """How the lists are ordered: "latent", or "ranked" (+ what follows the ranked codes)."""
         return "latent" if self.ranked is None else f"ranked, then {self.rest}"

@@ -284,32 +284,32 @@ def load_heads(path, gpt_config) -> DraftHeads:
     return heads.eval()
 
 
+def install_file(folder, src, key: str, name: str) -> dict:
+    """Copy ``src`` into a model folder as ``name``, named under ``key`` and hashed in its model.json → the new
+    manifest (the caller checks the file first)."""
+    folder = Path(folder)
+    man = read_manifest(folder)
+    atomic_write(folder / name, lambda p: shutil.copyfile(src, p))
+    man[key] = name
+    man["files"] = {**(man.get("files") or {}), name: sha256_file(folder / name)}
+    atomic_write(folder / "model.json", lambda p: Path(p).write_text(json.dumps(man, indent=2, sort_keys=True)))
+    return man
+
+
 def install_heads(folder, heads_file) -> dict:
     """Copy a heads file into a model folder as ``heads.safetensors``, named and hashed in its model.json
     (checked by loading it against the folder's GPT first) → the new manifest."""
-    folder = Path(folder)
     man = read_manifest(folder)
     load_heads(heads_file, load_gpt(folder_file(folder, man["gpt"], "gpt")).config)
-    atomic_write(folder / "heads.safetensors", lambda p: shutil.copyfile(heads_file, p))
-    man["heads"] = "heads.safetensors"
-    man["files"] = {**(man.get("files") or {}), "heads.safetensors": sha256_file(folder / "heads.safetensors")}
-    atomic_write(folder / "model.json", lambda p: Path(p).write_text(json.dumps(man, indent=2, sort_keys=True)))
-    return man
+    return install_file(folder, heads_file, "heads", "heads.safetensors")
 
 
 def install_proximity(folder, proximity_file) -> dict:
     """Copy a proximity file into a model folder as ``proximity.safetensors``, named and hashed in its model.json
     (checked against the folder's GPT first) → the new manifest."""
-    folder = Path(folder)
     man = read_manifest(folder)
     read_proximity(proximity_file, load_gpt(folder_file(folder, man["gpt"], "gpt")).vocab_size)
-    name = "proximity.safetensors"
-    if Path(proximity_file).resolve() != (folder / name).resolve():
-        atomic_write(folder / name, lambda p: shutil.copyfile(proximity_file, p))
-    man["proximity"] = name
-    man["files"] = {**(man.get("files") or {}), name: sha256_file(folder / name)}
-    atomic_write(folder / "model.json", lambda p: Path(p).write_text(json.dumps(man, indent=2, sort_keys=True)))
-    return man
+    return install_file(folder, proximity_file, "proximity", "proximity.safetensors")
 
 
 def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) -> ImagePipeline:

@@ -69,8 +69,8 @@ def ranked_from_sets(sets: EquivalenceSets, rank: str = "decoded", bar: float = 
 
 def summary(ranked: torch.Tensor, grids: torch.Tensor) -> str:
     n = (ranked >= 0).sum(1)
-    used = torch.bincount(grids.reshape(-1).long(), minlength=len(n)) > 0
     weight = torch.bincount(grids.reshape(-1).long(), minlength=len(n)).float()
+    used = weight > 0
     return (f"{int((n > 0).sum())} of {int(used.sum())} used codes have codes that decode alike "
             f"(mean {float(n[used].float().mean()):.1f}, most {int(n.max())}); a training position's code has "
             f"{float((n.float() * weight).sum() / weight.sum()):.1f} on average")
