@@ -59,13 +59,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+from PIL import Image
 
 from lantern_studio import paths
 # the network, its input convention and its weights file are the shipped inference side (models/recogniser.py)
 from ..models.recogniser import RecogniserConfig, RecogniserNet, save_recogniser, subgroup_pool, to_input
 from ..engine.tokenizer import load_vq
+from ..engine.checkpoints import CheckpointError, load_weights
 from ..models.dataset import DatasetError, default_out_dir, load_dataset
+from ..models.local import install_recogniser
 from .common import atomic_write_text as _atomic_write_text
+from .degradations import NONE, break_pictures, degrade
+from .vq_views import balanced_rows, make_views
 from .common import cosine_lr as _lr_at
 from .errors import TrainingError, need
 from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
@@ -104,6 +109,7 @@ class RecogniserData:
     path: Path | None = None
     note: str = ""
     groups: dict[str, str] | None = None  # identity label: class -> subgroup
+    styles: list[str] | None = None  # per row: its art style
 
 
 def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str = "subgroup",
@@ -141,6 +147,9 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
         held_idx = np.flatnonzero((splits == "heldout") & has)
     elif holdout_style == "none":
         train_idx, held_idx = np.flatnonzero(has), np.zeros(0, dtype=np.int64)
+    elif holdout_style.startswith("pairs:"):
+        held = _held_pairs(meta, labels, holdout_style)
+        train_idx, held_idx = np.flatnonzero(~held & has), np.flatnonzero(held & has)
     else:
         styles = np.array([str(m.get("style") or m.get("vendor")) for m in meta])
         if holdout_style not in set(styles.tolist()):
@@ -166,8 +175,40 @@ def make_data(images: np.ndarray, meta: Sequence[dict[str, Any]], *, label: str 
         if len(groups) != len(classes):
             raise TrainingError("identity classes without rows: pass classes that occur in the data")
     identities = [str(m.get("identity") or m.get("name") or i) for i, m in enumerate(meta)]
+    styles = [str(m.get("style") or m.get("vendor")) for m in meta]
     return RecogniserData(images=images, labels=labels, identities=identities, train_idx=train_idx,
-                          heldout_idx=held_idx, classes=classes, path=path, note=note, groups=groups)
+                          heldout_idx=held_idx, classes=classes, path=path, note=note, groups=groups,
+                          styles=styles)
+
+
+def _held_pairs(meta: Sequence[dict[str, Any]], labels: np.ndarray, spec: str) -> np.ndarray:
+    """``pairs:N[:SEED]``: every rendering of N (label, art style) pairs, drawn at random among the labels
+    that have art in at least two styles, so each held-out picture is an emoji the recogniser knows from
+    other art but never saw drawn this way: leave-one-set-out per picture, across every set."""
+    parts = spec.split(":")
+    try:
+        n, seed = int(parts[1]), int(parts[2]) if len(parts) > 2 else 0
+    except (IndexError, ValueError):
+        raise TrainingError(f"--holdout-style {spec!r}: expected pairs:N or pairs:N:SEED") from None
+    styles = [str(m.get("style") or m.get("vendor")) for m in meta]
+    by_label: dict[int, set[str]] = {}
+    for lab, st in zip(labels.tolist(), styles):
+        if lab >= 0:
+            by_label.setdefault(lab, set()).add(st)
+    pairs = sorted((lab, st) for lab, sts in by_label.items() if len(sts) >= 2 for st in sts)
+    if n < 1 or n > len(pairs) // 2:
+        raise TrainingError(f"--holdout-style {spec!r}: N must be in [1, {len(pairs) // 2}]")
+    rng = np.random.default_rng(seed)
+    chosen: set[tuple[int, str]] = set()
+    per_label: dict[int, int] = {}
+    for j in rng.permutation(len(pairs)).tolist():  # never all of one label's styles
+        lab, st = pairs[j]
+        if per_label.get(lab, 0) + 1 < len(by_label[lab]):
+            chosen.add((lab, st))
+            per_label[lab] = per_label.get(lab, 0) + 1
+            if len(chosen) == n:
+                break
+    return np.array([(lab, st) in chosen for lab, st in zip(labels.tolist(), styles)])
 
 
 def load_recogniser_data(data_dir: str | os.PathLike, *, label: str = "subgroup",
@@ -313,6 +354,51 @@ def evaluate(model: RecogniserNet, data: RecogniserData, idx: np.ndarray, *, bat
 # --------------------------------------------------------------------------
 
 
+def _init_from(model: RecogniserNet, path) -> str:
+    """Start ``model`` from a recogniser file's weights: every tensor of the same name and shape, and the class
+    head's rows by class name (classes new to ``model`` keep their fresh rows) → what was carried."""
+    try:
+        sd, config = load_weights(path, kind="recogniser")
+    except CheckpointError as e:
+        raise TrainingError(f"--init-from: {e}") from None
+    old = list((config or {}).get("classes") or [])
+    own = model.state_dict()
+    carried, rows = 0, 0
+    with torch.no_grad():
+        for name, t in sd.items():
+            if name in ("head.weight", "head.bias") and name in own:
+                for j, c in enumerate(model.config.classes):
+                    if c in old and old.index(c) < t.shape[0]:
+                        own[name][j] = t[old.index(c)].to(own[name].dtype)
+                        rows += name == "head.bias"
+            elif name in own and own[name].shape == t.shape:
+                own[name].copy_(t.to(own[name].dtype))
+                carried += 1
+    model.load_state_dict(own)
+    return f"{carried} tensors, head rows of {rows} of {len(model.config.classes)} classes"
+
+
+def write_heldout_sheet(data: RecogniserData, png: Path, cols: int = 16) -> int:
+    """One picture of every held-out (label, art style) pair — its first rendering — tiled on a lossless
+    PNG, with ``png``'s ``.json`` listing each picture's label and style in order: real art the recogniser
+    never saw, for a test of the shipped meter. → the number of pictures."""
+    seen: dict[tuple[int, str], int] = {}
+    styles = data.styles if data.styles is not None else ["?"] * len(data.identities)
+    for i in data.heldout_idx.tolist():
+        seen.setdefault((int(data.labels[i]), styles[i]), i)
+    rows = sorted(seen.values())
+    h, w = data.images.shape[1:3]
+    grid = np.full((-(-len(rows) // cols) * h, cols * w, 3), 255, np.uint8)
+    for j, i in enumerate(rows):
+        r, c = divmod(j, cols)
+        grid[r * h:(r + 1) * h, c * w:(c + 1) * w] = data.images[i]
+    png.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(grid).save(png)
+    listing = [{"label": data.classes[int(data.labels[i])], "style": styles[i]} for i in rows]
+    _atomic_write_text(png.with_suffix(".json"), json.dumps({"size": h, "cols": cols, "pictures": listing}) + "\n")
+    return len(rows)
+
+
 def _sample_weights(data: RecogniserData, balance: str) -> torch.Tensor:
     """Per-train-row sampling weight: uniform per image, or per identity."""
     n = len(data.train_idx)
@@ -336,25 +422,49 @@ class _Trainer:
 
     def setup(self, resumed: dict | None) -> None:
         a = self.a
+        classes = list(self.data.classes) + ([NONE] if a.negatives > 0 else [])
+        groups = ({**self.data.groups, NONE: NONE} if a.negatives > 0 else self.data.groups) if self.data.groups else None
         if resumed is not None:
             self.cfg = RecogniserConfig.from_dict(json.loads(resumed["extra"]["config"]))
-            if self.cfg.classes != self.data.classes:
+            if self.cfg.classes != classes:
                 raise TrainingError(f"{Path(a.run) / CHECKPOINT_NAME}: trained on other classes than this dataset's "
-                                 f"({self.cfg.num_classes} vs {len(self.data.classes)}); pass another --run")
+                                 f"({self.cfg.num_classes} vs {len(classes)}); pass another --run")
         else:
             self.cfg = RecogniserConfig(
-                classes=list(self.data.classes),
+                classes=classes,
                 image_size=int(self.data.images.shape[1]),
                 stem=a.stem, widths=list(a.widths), feature_dim=a.feature_dim, dropout=a.dropout,
-                label=a.label, groups=self.data.groups,
+                label=a.label, groups=groups,
             )
         torch.manual_seed(a.seed)
         self.model = RecogniserNet(self.cfg)
+        if resumed is None and a.init_from:
+            self.log(f"init from {a.init_from}: {_init_from(self.model, a.init_from)}")
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
         self.gen = torch.Generator().manual_seed(a.seed)
         self.weights = _sample_weights(self.data, a.balance)
+        self.views, self.view_labels = self._vq_views()
         self.step = 0
         self.model.train()
+
+    def _vq_views(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The art through each ``--vq-views`` tokenizer (made once, kept in the run folder)."""
+        a = self.a
+        if not a.vq_views:
+            return None, None
+        cache = Path(a.run) / "vq_views.npz"
+        rows = balanced_rows(self.data.identities, self.data.train_idx, a.vq_views_images, a.seed)
+        if cache.exists():
+            z = np.load(cache)
+            if np.array_equal(z["rows"], np.tile(rows, len(a.vq_views))):
+                return z["images"], self.data.labels[z["rows"]]
+        self.log(f"vq views: {len(rows)} images through {len(a.vq_views)} tokenizer(s)")
+        images = make_views(self.data.images[rows], a.vq_views, seed=a.seed, log=self.log)
+        all_rows = np.tile(rows, len(a.vq_views))
+        tmp = cache.with_suffix(".tmp.npz")
+        np.savez(tmp, images=images, rows=all_rows)
+        os.replace(tmp, cache)
+        return images, self.data.labels[all_rows]
 
     def extra_state(self) -> dict[str, Any]:
         return {"config": json.dumps(self.cfg.to_dict())}
@@ -365,12 +475,24 @@ class _Trainer:
     def train_step(self) -> dict[str, float]:
         a = self.a
         lr = _lr_at(self.step, a.steps, a.lr, a.warmup, a.min_lr_ratio)
-        pick = torch.multinomial(self.weights, a.batch, replacement=True, generator=self.gen).numpy()
+        n_views = int(round(a.batch * a.vq_share)) if self.views is not None else 0
+        pick = torch.multinomial(self.weights, a.batch - n_views, replacement=True, generator=self.gen).numpy()
         rows = self.data.train_idx[pick]
-        x = augment(to_input(self.data.images[rows], self.cfg.image_size), self.gen,
-                    shift=a.shift, jitter=a.jitter, blur_prob=a.blur_prob,
+        images, labels = self.data.images[rows], self.data.labels[rows]
+        if n_views:
+            v = torch.randint(0, len(self.views), (n_views,), generator=self.gen).numpy()
+            images, labels = np.concatenate([images, self.views[v]]), np.concatenate([labels, self.view_labels[v]])
+        x = to_input(images, self.cfg.image_size)
+        y = torch.from_numpy(labels)
+        broken = torch.rand(len(x), generator=self.gen) < a.negatives
+        if int(broken.sum()) >= 2:  # pictures no person would name: the NONE class
+            x[broken] = break_pictures(x[broken], self.gen)
+            y[broken] = self.cfg.classes.index(NONE)
+        hard = torch.rand(len(x), generator=self.gen) < a.degrade
+        x = augment(x, self.gen, shift=a.shift, jitter=a.jitter, blur_prob=a.blur_prob,
                     scale_prob=a.scale_prob, noise=a.noise)
-        y = torch.from_numpy(self.data.labels[rows])
+        if bool(hard.any()):
+            x[hard] = degrade(x[hard], self.gen)
         logits = self.model(x)
         loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
         optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=a.grad_clip)
@@ -465,7 +587,10 @@ class _Trainer:
             "batch": int(self.a.batch),
             "balance": self.a.balance,
             "augment": {"shift": self.a.shift, "jitter": self.a.jitter, "blur_prob": self.a.blur_prob,
-                        "scale_prob": self.a.scale_prob, "noise": self.a.noise},
+                        "scale_prob": self.a.scale_prob, "noise": self.a.noise, "degrade": self.a.degrade,
+                        "negatives": self.a.negatives, "init_from": str(self.a.init_from) if self.a.init_from else None,
+                        "vq_views": [str(p) for p in self.a.vq_views or []],
+                        "vq_views_images": self.a.vq_views_images, "vq_share": self.a.vq_share},
             "threads": int(self.a.threads),
             "data": str(self.data.path) if self.data.path else None,
             "config": {k: v for k, v in self.cfg.to_dict().items() if k not in ("classes", "groups")},
@@ -485,6 +610,15 @@ class _Trainer:
         _atomic_write_text(Path(self.a.run) / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
         self.log(f"exported {out} (fp16, {out.stat().st_size / 1e6:.2f} MB) at step {self.step}: "
                  f"{self._fmt(ev)}; metrics in {Path(self.a.run) / METRICS_NAME}")
+        if self.a.heldout_sheet:
+            n = write_heldout_sheet(self.data, Path(self.a.heldout_sheet))
+            self.log(f"held-out art: {n} pictures in {self.a.heldout_sheet} (+ .json)")
+        for folder in self.a.into or []:
+            try:
+                install_recogniser(folder, out)
+            except CheckpointError as e:
+                raise TrainingError(f"train recogniser --into: {e}") from None
+            self.log(f"installed into {folder} (its meter calibration was dropped: recalibrate before shipping)")
         return metrics
 
 
@@ -514,6 +648,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: <runs dir>/recogniser)")
     g.add_argument("--out", type=Path, default=None,
                    help=f"where to write the fp16 recogniser (default: <run>/{WEIGHTS_NAME})")
+    g.add_argument("--into", action="append", default=None, metavar="FOLDER",
+                   help="also install the export into this model folder (repeat for several)")
+    g.add_argument("--heldout-sheet", type=Path, default=None, metavar="PNG",
+                   help="at export, also write one picture of every held-out pair on a sheet (+ .json) for tests")
     g.add_argument("--export", action="store_true",
                    help="don't train: export the checkpoint's weights and metrics now")
     g.add_argument("--label", choices=["subgroup", "identity"], default="subgroup",
@@ -541,6 +679,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--blur-prob", type=float, default=0.2, help="chance of a light blur per image (default: 0.2)")
     g.add_argument("--scale-prob", type=float, default=0.0,
                    help="chance of a down/up-scale per image, to 3/8..3/4 of the side and back (default: 0)")
+    g.add_argument("--degrade", type=float, default=0.0, metavar="SHARE",
+                   help="share of each batch degraded the way decoded pictures look (training/degradations.py); "
+                        "0.85 for the quality meter (default: 0)")
+    g.add_argument("--negatives", type=float, default=0.0, metavar="SHARE",
+                   help="share of each batch made of broken pictures (training/degradations.break_pictures) taught "
+                        "as the class '(none)': the meter then says when a picture shows nothing (default: 0)")
+    g.add_argument("--init-from", type=Path, default=None, metavar="RECOGNISER",
+                   help="new runs: start from a recogniser file's weights (head rows matched by class name)")
+    g.add_argument("--vq-views", type=Path, action="append", default=None, metavar="VQ",
+                   help="a tokenizer (vq.safetensors) to pass art through for views the way its decoder draws "
+                        "them (training/vq_views.py); repeat for several")
+    g.add_argument("--vq-views-images", type=int, default=4000, metavar="N",
+                   help="identity-balanced art images per --vq-views tokenizer (default: 4000)")
+    g.add_argument("--vq-share", type=float, default=0.3, metavar="SHARE",
+                   help="share of each batch drawn from the --vq-views views (default: 0.3)")
     g.add_argument("--noise", type=float, default=0.0,
                    help="max std of Gaussian pixel noise on half the images, [-1, 1] units (default: 0)")
 
@@ -567,6 +720,12 @@ def _check_args(a: argparse.Namespace) -> None:
     need(0 <= a.blur_prob <= 1, "--blur-prob", "in [0, 1]", a.blur_prob)
     need(0 <= a.scale_prob <= 1, "--scale-prob", "in [0, 1]", a.scale_prob)
     need(0 <= a.noise <= 1, "--noise", "in [0, 1]", a.noise)
+    need(0 <= a.degrade <= 1, "--degrade", "in [0, 1]", a.degrade)
+    need(0 <= a.negatives < 1, "--negatives", "in [0, 1)", a.negatives)
+    need(0 <= a.vq_share < 1, "--vq-share", "in [0, 1)", a.vq_share)
+    need(a.vq_views_images >= 1, "--vq-views-images", ">= 1", a.vq_views_images)
+    for vq in a.vq_views or []:
+        need(Path(vq).is_file(), "--vq-views", "an existing vq.safetensors file", str(vq))
     need(a.stem >= 1, "--stem", ">= 1", a.stem)
     need(a.feature_dim >= 1, "--feature-dim", ">= 1", a.feature_dim)
     need(0 <= a.dropout < 1, "--dropout", "in [0, 1)", a.dropout)
