@@ -37,6 +37,7 @@ from ..engine.tokenizer import load_vq, save_vq
 from .classes import read_vocabulary
 from .proximity_file import read_proximity
 from .quality import PromptScorer
+from .recogniser import load_recogniser_net
 from ..paths import cache_dir
 
 FORMAT = "lantern-studio-model/1"
@@ -302,6 +303,28 @@ def install_heads(folder, heads_file) -> dict:
     man = read_manifest(folder)
     load_heads(heads_file, load_gpt(folder_file(folder, man["gpt"], "gpt")).config)
     return install_file(folder, heads_file, "heads", "heads.safetensors")
+
+
+def install_recogniser(folder, recogniser_file) -> dict:
+    """Copy a recogniser into a model folder as ``recogniser.safetensors``, named and hashed in its model.json
+    → the new manifest. Checked first: an identity recogniser must know every emoji the model draws. The
+    folder's meter calibration (``meter``) belonged to the old recogniser and is dropped: recalibrate
+    (eval/meter_check.py) before shipping."""
+    folder = Path(folder)
+    man = read_manifest(folder)
+    net, _config = load_recogniser_net(recogniser_file)
+    idents = (man.get("conditioning") or {}).get("identities")
+    if net.config.label == "identity" and idents:
+        rows = json.loads(folder_file(folder, idents, "identities").read_text()).get("classes") or []
+        missing = [r.get("identity") for r in rows if r.get("identity") not in set(net.config.classes)]
+        if missing:
+            raise CheckpointError(f"{recogniser_file}: does not know {len(missing)} emoji {folder.name} draws "
+                                  f"(e.g. {missing[0]})")
+    man = install_file(folder, recogniser_file, "recogniser", "recogniser.safetensors")
+    if "meter" in man:
+        del man["meter"]
+        atomic_write(folder / "model.json", lambda p: Path(p).write_text(json.dumps(man, indent=2, sort_keys=True)))
+    return man
 
 
 def install_proximity(folder, proximity_file) -> dict:

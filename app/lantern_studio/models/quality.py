@@ -1,40 +1,173 @@
-"""Per-image prompt fidelity for a model folder that ships a recogniser, and how different
-the pictures of one prompt's seeds are (``variety``, ``seed_pairs``).
+"""The quality meter of a model folder that ships a recogniser, and how different the pictures of one
+prompt's seeds are (``variety``, ``seed_pairs``).
 
-The score of an image for a prompt is the recogniser's probability of the
-subgroup of the caption (or, for a factorised class model, the identity) the
-prompt was matched to, so a free-form prompt is judged against what the model was asked
-to draw.
+The meter (:class:`Meter`) judges a picture against what the prompt asked: for a snapping emoji model
+with an identity recogniser, the emoji the prompt snapped to, ranked among the emoji that model draws,
+with the probability calibrated on pictures a person labelled (``meter.temperature`` in model.json,
+fitted by ``python -m lantern_studio.eval.meter_check calibrate``); otherwise the prompt's subgroup.
+Its probability is the studio's prompt fidelity; its rank and first choice are what the stats panel
+says. It was checked against ground truth made by looking (eval/labelled_set.py).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from ..engine.conditioners import CaptionSnapper, Snapper
-from .recogniser import Recogniser
+from .recogniser import NONE, Recogniser
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the meter made of one picture."""
+
+    asked: str  # the asked class (an identity code, or a subgroup for subgroup recognisers)
+    rank: int  # where it ranks among ``classes`` (1 = the meter's first choice)
+    classes: int
+    seen: str  # the class ranked first
+    probability: float  # the asked class's probability (calibrated where the model folder says so)
+
+
+class Meter:
+    """The one quality meter: the recogniser's view of a picture, restricted to the classes a model
+    draws, with a calibrated temperature.
+
+    ``classes``: the class names answers are ranked among (for an identity judge on a snapping model:
+    the emoji that model draws, so an emoji it never draws cannot outrank the asked one); None for all
+    of the recogniser's. ``temperature``: divides the logits before the softmax; a model folder's
+    ``meter.temperature`` was fitted on the labelled set of its own pictures (eval/labelled_set.py), so
+    ``probability`` reads as the chance a person would say the picture shows the asked emoji.
+    """
+
+    def __init__(self, recogniser: Recogniser, classes: Sequence[str] | None = None, temperature: float = 1.0,
+                 level: str | None = None):
+        if not (isinstance(temperature, (int, float)) and 0.05 <= float(temperature) <= 20):
+            raise ValueError(f"meter temperature must be in [0.05, 20], got {temperature!r}")
+        self.recogniser = recogniser
+        self.level = level
+        names = recogniser.classes_at(level)
+        keep = [j for j, n in enumerate(names) if n != NONE] if classes is None else \
+            [recogniser.class_index(c, level) for c in classes]
+        if not keep:
+            raise ValueError("a meter needs at least one class")
+        self.columns = np.array(keep)
+        self.names = [names[j] for j in keep]
+        self.index = {c: i for i, c in enumerate(self.names)}
+        self.temperature = float(temperature)
+        # a recogniser taught NONE (broken pictures) keeps that share out of every emoji's probability
+        self.none_column = names.index(NONE) if NONE in names and NONE not in self.index else None
+
+    def logits(self, images) -> np.ndarray:
+        """(B, classes [+ 1]) log-probabilities over the meter's classes (and NONE, last, where the
+        recogniser has it), before the temperature."""
+        probs = self.recogniser.predict(images, level=self.level)
+        cols = self.columns if self.none_column is None else np.append(self.columns, self.none_column)
+        return np.log(np.clip(probs[:, cols], 1e-12, None))
+
+    def probabilities(self, images) -> np.ndarray:
+        """(B, classes): each class's probability, calibrated; with NONE, the rows sum to less than 1 (the
+        rest is the chance the picture shows no emoji)."""
+        z = self.logits(images) / self.temperature
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p = e / e.sum(axis=1, keepdims=True)
+        return p[:, : len(self.names)]
+
+    def judge(self, images, asked: Sequence) -> list[Judgement]:
+        """One :class:`Judgement` per picture of ``images`` ((B, H, W, 3) uint8) for its asked class: a
+        name, or a list of names any of which is right (judged by the likeliest of them)."""
+        arr = np.asarray(images)
+        if arr.ndim == 3:
+            arr = arr[None]
+        if len(asked) != len(arr):
+            raise ValueError(f"{len(asked)} asked classes for {len(arr)} pictures")
+        probs = self.probabilities(arr) if len(arr) else np.zeros((0, len(self.names)))
+        out = []
+        for p, a in zip(probs, asked):
+            names = [a] if isinstance(a, str) else list(a)
+            cols = [self.index[n] for n in names if n in self.index]
+            if not cols:
+                raise ValueError(f"{names[0] if names else a!r} is not one of the meter's {len(self.names)} classes")
+            i = max(cols, key=lambda j: p[j])
+            top = int(np.argmax(p))
+            out.append(Judgement(self.names[i], 1 + int((p > p[i]).sum()), len(self.names), self.names[top],
+                                 float(p[i])))
+        return out
+
+    def knows(self, asked) -> bool:
+        """Whether ``asked`` (a name or a list of names) names a class of this meter."""
+        names = [asked] if isinstance(asked, str) else list(asked or [])
+        return any(n in self.index for n in names)
+
+
+def fit_temperature(logits: np.ndarray, asked: Sequence[int], right: Sequence[bool],
+                    grid: Sequence[float] = tuple(np.round(np.exp(np.linspace(np.log(0.25), np.log(8), 61)), 4))
+                    ) -> float:
+    """The temperature whose asked-class probability best predicts ``right`` (least binary log-loss over
+    ``grid``): calibrating the meter's probability on pictures a person labelled."""
+    y = np.asarray(right, dtype=np.float64)
+    rows = np.arange(len(y))
+
+    def loss(t: float) -> float:
+        z = logits / t
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z[rows, asked]) / np.exp(z).sum(axis=1)
+        p = np.clip(p, 1e-6, 1 - 1e-6)
+        return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
+
+    return float(min(grid, key=loss))
 
 
 class PromptScorer:
+    """A model folder's meter applied to prompts: what was asked (the identity the prompt snaps to, or its
+    subgroup), and the :class:`Meter`'s judgement of the picture for it."""
+
     def __init__(self, folder: Path, manifest: dict, conditioner=None):
         self.folder = Path(folder)
         self.conditioner = conditioner
         self.manifest = manifest
         self._rec = None
+        self._meter = None
         self._lock = threading.Lock()
         snap = manifest.get("conditioning", {}).get("snap") or {}
         rows = json.loads((self.folder / snap["captions"]).read_text()) if snap.get("captions") else []
         self.subgroup_of = {r["caption"]: r["subgroup"] for r in rows if isinstance(r, dict)}
+        cal = manifest.get("meter") if isinstance(manifest.get("meter"), dict) else {}
+        self.temperature = float(cal.get("temperature", 1.0))
+        self.calibrated = "temperature" in cal
 
     def recogniser(self):
         with self._lock:
             if self._rec is None:
                 self._rec = Recogniser.load(self.folder / self.manifest["recogniser"])
             return self._rec
+
+    def _identity_names(self) -> dict[str, str] | None:
+        """identity code → name, for a snapping model whose recogniser judges identities."""
+        c = self.conditioner
+        if isinstance(c, Snapper) and self.recogniser().label == "identity":
+            known = set(self.recogniser().classes_at())
+            return {r["identity"]: r.get("name") or r["identity"] for r in c.identities
+                    if r.get("identity") in known}
+        return None
+
+    def meter(self) -> Meter:
+        rec = self.recogniser()
+        names = self._identity_names()  # (outside the lock: it reads the recogniser, which takes it)
+        with self._lock:
+            if self._meter is None:
+                if names:
+                    self._meter = Meter(rec, list(names), self.temperature)
+                else:
+                    self._meter = Meter(rec, None, self.temperature if rec.label == "subgroup" else 1.0,
+                                        level="subgroup")
+            return self._meter
 
     def subgroup(self, caption: str):
         return self.subgroup_of.get(caption)
@@ -44,51 +177,46 @@ class PromptScorer:
             return self.subgroup_of[prompt]
         c = self.conditioner
         if isinstance(c, Snapper):  # a factorised class model (engine/snap.py)
-            return c.identities[c.nearest(prompt, 1)[0][0]].get("subgroup")
+            return c.identities[c.match(prompt).identity].get("subgroup")
         if isinstance(c, CaptionSnapper):
             best = c.nearest_captions(prompt, 1)
             if best:
                 return self.subgroup_of.get(best[0][0])
         return None
 
+    def asked(self, prompt: str) -> str | None:
+        """The class the meter judges a picture of ``prompt`` against (None: nothing it knows)."""
+        meter = self.meter()
+        c = self.conditioner
+        if meter.level is None and isinstance(c, Snapper):
+            code = c.identities[c.match(prompt).identity].get("identity")
+            return code if code in meter.index else None
+        sub = prompt if prompt in meter.index else self.subgroup_for_prompt(prompt)
+        return sub if sub in meter.index else None
+
+    def judge(self, image: np.ndarray, prompt: str) -> Judgement | None:
+        asked = self.asked(prompt)
+        return None if asked is None else self.meter().judge(np.asarray(image)[None], [asked])[0]
+
     def __call__(self, image: np.ndarray, prompt: str) -> float | None:
-        """Probability of the subgroup the prompt asks for (a prompt, known caption or subgroup name)."""
-        rec = self.recogniser()
-        subgroups = rec.classes_at("subgroup")
-        sub = prompt if prompt in subgroups else self.subgroup_for_prompt(prompt)
-        if sub not in subgroups:
-            return None
-        probs = rec.predict(np.asarray(image)[None], level="subgroup")[0]
-        return float(probs[rec.class_index(sub, "subgroup")])
+        """The meter's probability that the picture shows what the prompt asks for (None: it cannot judge)."""
+        j = self.judge(image, prompt)
+        return None if j is None else j.probability
 
     def verdict(self, image: np.ndarray, prompt: str) -> dict | None:
-        """What the recogniser saw, for a person to read beside the fidelity: the class it ranks first
-        (``seen``, by name), where the class the prompt asked for ranks among all ``classes`` (1 = first),
-        at the finest level it can name (the emoji itself for a snapping model with an identity judge, else
-        the subgroup), and the fidelity itself (``probability``: the asked subgroup's). None when the
-        prompt asks for nothing the recogniser knows."""
-        score = self(image, prompt)
-        if score is None:
+        """What the meter saw, for a person to read beside the fidelity: where the asked class ranks among
+        the ``classes`` the model draws (1 = first), the class ranked first (``seen``, by name), the asked
+        class's probability (``probability``; ``calibrated`` says whether it was fitted on labelled
+        pictures). None when the prompt asks for nothing the meter knows."""
+        j = self.judge(image, prompt)
+        if j is None:
             return None
-        rec, c = self.recogniser(), self.conditioner
-        asked, level, names = None, "subgroup", {}
-        if isinstance(c, Snapper) and rec.label != "subgroup":
-            row = c.identities[c.nearest(prompt, 1)[0][0]]
-            names = {r.get("identity"): r.get("name") or r.get("identity") for r in c.identities}
-            if row.get("identity") in rec.classes_at():
-                asked, level = row.get("identity"), None
-        if asked is None:
-            subgroups = rec.classes_at("subgroup")
-            asked = prompt if prompt in subgroups else self.subgroup_for_prompt(prompt)
-        probs = rec.predict(np.asarray(image)[None], level=level)[0]
-        classes = rec.classes_at(level)
-        if level is None:  # ranked among the emoji this model draws (the judge knows more)
-            keep = [j for j, k in enumerate(classes) if k in names]
-            classes, probs = [classes[j] for j in keep], probs[keep]
-        i, top = classes.index(asked), int(np.argmax(probs))
-        return {"level": level or rec.label, "asked": names.get(asked, asked),
-                "seen": names.get(classes[top], classes[top]), "rank": 1 + int((probs > probs[i]).sum()),
-                "classes": len(classes), "seen_probability": float(probs[top]), "probability": float(score)}
+        names = self._identity_names() or {}
+        meter = self.meter()
+        return {"level": "identity" if meter.level is None and names else "subgroup",
+                "asked": names.get(j.asked, j.asked), "seen": names.get(j.seen, j.seen), "rank": j.rank,
+                "classes": j.classes, "probability": j.probability,
+                "calibrated": self.calibrated and meter.temperature == self.temperature}
 
 
 #: two seeds of one prompt count as different pictures when their mean absolute pixel difference

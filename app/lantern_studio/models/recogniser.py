@@ -32,6 +32,8 @@ KIND = "recogniser"
 ARCH = "lantern-recogniser-cnn-v1"
 #: what a recogniser's classes are
 LABELS = ("subgroup", "identity")
+#: the class of a picture that shows no emoji (a meter trained with ``--negatives`` has it)
+NONE = "(none)"
 
 
 # --------------------------------------------------------------------------
