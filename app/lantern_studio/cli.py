@@ -103,11 +103,12 @@ class Command:
 COMMANDS = (
     Command("gui", ".cli", "open the studio (the default)", description=None),
     Command("generate", ".commands.generate", "generate one image from a prompt", description=None),
-    Command("sweep", ".commands.sweep", "one prompt and seed at several δ (or k) values and vanilla: a table and a "
-            "contact sheet", description="Decode one prompt and seed once without a drafter (vanilla) and once "
-            "per value of --delta or --k (several values for one of them); print tokens per forward, speed-up "
-            "against the vanilla run and prompt fidelity, and write each PNG and a captioned contact sheet into "
-            "--out.", parser=(("conflict_handler", "resolve"),)),  # --k and --delta take lists there
+    Command("sweep", ".commands.sweep", "one prompt at several δ (or k) values and vanilla, a few seeds each: a "
+            "table and a contact sheet", description="Decode one prompt without a drafter (vanilla) and at each "
+            "value of --delta or --k (several values for one of them), at --seeds seeds each; print tokens per "
+            "forward, speed-up against the vanilla runs and prompt fidelity (the mean over the seeds with its 95% "
+            "interval), and write each PNG, a captioned contact sheet and sweep.json into --out.",
+            parser=(("conflict_handler", "resolve"),)),  # --k and --delta take lists there
     Command("bench", ".eval.bench", "speed and quality of decoding methods side by side"),
     Command("bench-scale", ".eval.scale",
             "the bench's speed-ups projected onto a LlamaGen-sized target timed on this machine"),

@@ -1,14 +1,17 @@
-"""``lantern-studio sweep``: one prompt and seed at several δ (or k) values and vanilla on a tiny model folder —
-the printed table, each PNG with its settings, the captioned contact sheet, and one line for bad values."""
+"""``lantern-studio sweep``: one prompt at several δ (or k) values and vanilla, three seeds each by default, on a
+tiny model folder — the printed table (speed-ups and fidelity over the seeds), each PNG with its settings, the
+captioned contact sheet, sweep.json's mean, low, high and n a value, and one line for bad values."""
 
 from __future__ import annotations
 
 import json
+import statistics
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from lantern_studio import fidelity
 from lantern_studio.cli import main as cli_main
 from lantern_studio.commands import sweep
 from lantern_studio.export import read_png_record, upscale
@@ -41,22 +44,31 @@ def test_a_delta_sweep_prints_the_table_and_writes_each_png_and_a_captioned_cont
     assert rc == 0, printed.err
     rows = table_rows(printed.out)
     assert [r[0] for r in rows] == ["vanilla", "delta 0", "delta 0.1", "delta 0.2", "delta 0.5"]
-    records = {r[0]: read_png_record(out / sweep.file_name(sweep.Run(r[0], None, None))) for r in rows}
-    vanilla = records["vanilla"]
-    assert vanilla["settings"]["drafter"] == "none" and vanilla["settings"]["seed"] == 3
-    base = vanilla["stats"]["wall_seconds"]
+    assert "sweep of delta · seeds 3–5" in printed.out  # three seeds a value by default
+    report = json.loads((out / sweep.REPORT).read_text())
+    assert report["schema"] == sweep.REPORT_SCHEMA and report["seed"] == 3 and report["seeds"] == [3, 4, 5]
+    assert [r["value"] for r in report["rows"]] == [r[0] for r in rows]
+    by_value = {r["value"]: r for r in report["rows"]}
+    vanilla_seconds = [s["seconds"] for s in by_value["vanilla"]["seeds"]]
     for name, tpf, speed, seconds, fid in rows:
-        rec = records[name]
-        assert rec["prompt"] == "a red heart" and rec["settings"]["seed"] == 3 and rec["sweep"] == name
-        assert tpf == f"{rec['stats']['mean_accepted_length']:.2f}" and seconds == f"{rec['stats']['wall_seconds']:.3f}"
-        assert fid == "— (no recogniser)"
+        row = by_value[name]
+        assert [s["seed"] for s in row["seeds"]] == [3, 4, 5]
+        records = [read_png_record(out / s["file"]) for s in row["seeds"]]
+        assert row["seeds"][0]["file"] == sweep.file_name(sweep.Run(name, None, None))  # the first seed: plain name
+        for seed, rec in zip((3, 4, 5), records):
+            assert rec["prompt"] == "a red heart" and rec["settings"]["seed"] == seed and rec["sweep"] == name
+        assert tpf == f"{row['tokens_per_forward']:.2f}" and seconds == f"{row['seconds']:.3f}"
+        assert row["seconds"] == pytest.approx(statistics.median(r["stats"]["wall_seconds"] for r in records))
+        assert fid == "— (no recogniser)" and row["fidelity_n"] == 0 and row["fidelity_mean"] is None
         if name == "vanilla":
-            assert speed == "baseline"
+            assert speed == "baseline" and all(r["settings"]["drafter"] == "none" for r in records)
         else:
-            assert rec["settings"]["delta"] == pytest.approx(float(name.split()[1])) and rec["settings"]["k"] == 8
-            assert rec["settings"]["drafter"] == "jacobi"
-            assert speed == f"{base / rec['stats']['wall_seconds']:.2f}×"
-    # the contact sheet: every picture at 4×, in the table's order, each with its caption under it
+            assert all(r["settings"]["delta"] == pytest.approx(float(name.split()[1])) and r["settings"]["k"] == 8
+                       and r["settings"]["drafter"] == "jacobi" for r in records)
+            # the median over seeds of vanilla's decode seconds over the value's, seed by seed
+            want = statistics.median(v / r["stats"]["wall_seconds"] for v, r in zip(vanilla_seconds, records))
+            assert speed == f"{want:.2f}×"
+    # the contact sheet: every value's first picture at 4×, in the table's order, each with its caption under it
     sheet = np.asarray(Image.open(out / sweep.SHEET).convert("RGB"))
     pictures = [np.asarray(Image.open(out / f"{r[0].replace(' ', '-')}.png").convert("RGB")) for r in rows]
     cell = sweep.SHEET_SCALE * pictures[0].shape[0]
@@ -68,10 +80,9 @@ def test_a_delta_sweep_prints_the_table_and_writes_each_png_and_a_captioned_cont
         assert np.array_equal(sheet[y:y + cell, x:x + cell], want), i
         below = sheet[y + cell + 4:y + cell + 4 + 3 * (sweep.SHEET_FONT_SIZE + 4), x:x + cell]
         assert (below.max(axis=2) > 120).sum() > 100, f"no caption under picture {i}"  # text drawn
-    report = json.loads((out / sweep.REPORT).read_text())
-    assert [r["value"] for r in report["rows"]] == [r[0] for r in rows] and report["seed"] == 3
+    names = ["vanilla", "delta-0", "delta-0.1", "delta-0.2", "delta-0.5"]
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["vanilla.png", "delta-0.png", "delta-0.1.png", "delta-0.2.png", "delta-0.5.png", sweep.SHEET, sweep.REPORT])
+        [f"{n}.png" for n in names] + [f"{n}-seed{s}.png" for n in names for s in (4, 5)] + [sweep.SHEET, sweep.REPORT])
     # the same folder again: refused unless --overwrite
     assert cli_main(["sweep", "a red heart", "--model", str(tiny), "--out", str(out), "--quiet"]) == 2
     assert "--overwrite" in capsys.readouterr().err
@@ -80,17 +91,19 @@ def test_a_delta_sweep_prints_the_table_and_writes_each_png_and_a_captioned_cont
 def test_a_k_sweep_keeps_delta_fixed_and_the_contact_sheet_captions_name_k(tiny, tmp_path, capsys):
     out = tmp_path / "k"
     rc = cli_main(["sweep", "a red heart", "--model", str(tiny), "--k", "2,8,32", "--delta", "0.2", "--seed", "5",
-                   "--out", str(out), "--quiet"])
+                   "--seeds", "1", "--out", str(out), "--quiet"])
     printed = capsys.readouterr()
     assert rc == 0, printed.err
     assert [r[0] for r in table_rows(printed.out)] == ["vanilla", "k 2", "k 8", "k 32"]
-    assert "sweep of k · seed 5" in printed.out
+    assert "sweep of k · seed 5 ·" in printed.out  # --seeds 1: one picture a value, as before
     for k in (2, 8, 32):
         s = read_png_record(out / f"k-{k}.png")["settings"]
         assert s["k"] == k and s["delta"] == pytest.approx(0.2) and s["seed"] == 5
+    assert not any("seed" in p.name for p in out.iterdir())
 
 
-def test_with_a_recogniser_the_table_gives_its_verdict(tiny, tmp_path, capsys, monkeypatch):
+def test_with_a_recogniser_the_table_gives_the_mean_fidelity_over_the_seeds_with_its_interval(tiny, tmp_path, capsys,
+                                                                                              monkeypatch):
     real = sweep.load_pipeline
 
     def with_scorer(*args, **kwargs):  # a model folder that ships a recogniser, faked
@@ -100,13 +113,22 @@ def test_with_a_recogniser_the_table_gives_its_verdict(tiny, tmp_path, capsys, m
 
     monkeypatch.setattr(sweep, "load_pipeline", with_scorer)  # the module that runs `lantern-studio sweep`
     out = tmp_path / "fid"
-    assert cli_main(["sweep", "a red heart", "--model", str(tiny), "--delta", "0.1,0.3", "--out", str(out),
-                     "--quiet"]) == 0
+    assert cli_main(["sweep", "a red heart", "--model", str(tiny), "--delta", "0.1,0.3", "--seeds", "4",
+                     "--out", str(out), "--quiet"]) == 0
+    report = {r["value"]: r for r in json.loads((out / sweep.REPORT).read_text())["rows"]}
     for name, *_rest, fid in table_rows(capsys.readouterr().out):
-        image = np.asarray(Image.open(out / f"{name.replace(' ', '-')}.png").convert("RGB"))
-        assert fid == f"{100 * image.mean() / 255.0:.0f}%"
-        assert read_png_record(out / f"{name.replace(' ', '-')}.png")["prompt_fidelity"] == pytest.approx(
-            image.mean() / 255.0)
+        row = report[name]
+        scores = []
+        for s in row["seeds"]:
+            image = np.asarray(Image.open(out / s["file"]).convert("RGB"))
+            assert s["prompt_fidelity"] == pytest.approx(image.mean() / 255.0)
+            assert read_png_record(out / s["file"])["prompt_fidelity"] == pytest.approx(image.mean() / 255.0)
+            scores.append(image.mean() / 255.0)
+        iv = fidelity.mean_interval(scores)
+        assert row["fidelity_n"] == 4 and len(row["seeds"]) == 4
+        assert (row["fidelity_mean"], row["fidelity_low"], row["fidelity_high"]) == (
+            pytest.approx(iv.mean), pytest.approx(iv.low), pytest.approx(iv.high))
+        assert fid == fidelity.format_interval(iv) and fid.endswith("4 seeds)")
 
 
 @pytest.mark.parametrize("argv, line", [
@@ -120,6 +142,8 @@ def test_with_a_recogniser_the_table_gives_its_verdict(tiny, tmp_path, capsys, m
     (["--k", "64"], "error: --k: k: must be in [0, 63], got 64"),  # past this model's codebook: after loading it
     (["--drafter", "none"], "error: --drafter: a sweep compares drafting against vanilla"),
     (["--cfg", "500"], "error: --cfg: cfg_scale: must be in [0, 100], got 500"),  # the other flags: as generate's
+    (["--seeds", "0"], "error: --seeds: must be a whole number in [1, 16], got 0"),
+    (["--seeds", "17"], "error: --seeds: must be a whole number in [1, 16], got 17"),
 ])
 def test_bad_values_get_one_line_naming_the_field_and_write_nothing(tiny, tmp_path, capsys, argv, line):
     out = tmp_path / "bad"

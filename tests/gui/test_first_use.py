@@ -19,7 +19,9 @@ from lantern_studio.gui import banner as banner_module  # noqa: E402
 from lantern_studio.studio import engine_host  # noqa: E402
 from lantern_studio.studio.status import MIN_SHOW, StatusQueue  # noqa: E402
 from lantern_studio.studio.display import Studio  # noqa: E402
-from lantern_studio.studio.verdict import busy_words, load_of, verdict_words  # noqa: E402
+from lantern_studio.studio.verdict import (  # noqa: E402
+    busy_words, fidelity_field, fidelity_words, load_of, verdict_tip, verdict_words,
+)
 from support.studio import COLD, WAIT, cold_vanilla_path, fake_screen, open_window, run_job  # noqa: E402
 
 
@@ -129,11 +131,37 @@ def test_the_wheel_over_an_unfocused_setting_scrolls_the_column_and_changes_noth
 # ------------------------------------------------------------------------------- 5. numbers in words
 
 
+def test_verdict_words_give_the_asked_emojis_rank_and_a_percentage_only_where_the_meter_is_calibrated():
+    first = {"recognised": {"level": "identity", "seen": "octopus", "asked": "octopus", "rank": 1, "classes": 1349,
+                            "probability": 0.87, "calibrated": True}, "prompt_fidelity": 0.87}
+    assert verdict_words(first) == "octopus: ranked first of 1,349 emoji this model draws"
+    assert fidelity_words(first) == "prompt fidelity 87%" and fidelity_field(first) == "87%"
+    third = {"recognised": {"level": "identity", "seen": "dog face", "asked": "octopus", "rank": 3, "classes": 1349,
+                            "probability": 0.12, "calibrated": True}}
+    assert verdict_words(third) == "octopus ranks 3 of 1,349; the meter sees dog face first"
+    assert fidelity_words(third) == "prompt fidelity 12%"
+    # uncalibrated: the rank alone, no percentage (in the note nor in the grid)
+    raw = {"recognised": dict(third["recognised"], calibrated=False), "prompt_fidelity": 0.12}
+    assert verdict_words(raw) == verdict_words(third) and fidelity_words(raw) == ""
+    assert fidelity_field(raw) == "rank 3/1,349" and "%" not in fidelity_field(raw)
+    assert "not calibrated" in verdict_tip(raw) and "calibrated on pictures a person marked" in verdict_tip(first)
+    assert "subgroup" not in verdict_tip(first) and "subgroup" not in verdict_tip(raw)  # an emoji, not a subgroup
+    # a record from before the meter: its verdict has no "calibrated" (its probability was the subgroup's)
+    old = {"recognised": {"level": "identity", "seen": "cat face", "asked": "cat face", "rank": 1, "classes": 1349,
+                          "seen_probability": 0.4, "probability": 0.4}, "prompt_fidelity": 0.4}
+    assert verdict_words(old) == "cat face: ranked first of 1,349 emoji this model draws"
+    assert fidelity_words(old) == "" and fidelity_field(old) == "rank 1/1,349"
+    subgroup = {"recognised": {"level": "subgroup", "seen": "animal-mammal", "asked": "animal-mammal", "rank": 1,
+                               "classes": 98}}
+    assert verdict_words(subgroup) == "animal-mammal: ranked first of 98 subgroups the recogniser knows"
+    # no verdict at all (a plain scorer, an older record): the stored fidelity, as before
+    assert fidelity_words({"prompt_fidelity": 0.75}) == "prompt fidelity 75%" and fidelity_field({"score": 0.5}) == "50%"
+    assert fidelity_words({}) == "" and fidelity_field({}) == "—" and verdict_tip({}) == ""
+    bad_p = {"recognised": dict(first["recognised"], probability=float("nan"))}
+    assert fidelity_words(bad_p) == "" and fidelity_field(bad_p) == "rank 1/1,349"
+
+
 def test_verdict_and_load_words_read_only_what_they_can_trust():
-    good = {"recognised": {"seen": "cat face", "asked": "cat face", "rank": 1, "classes": 1349}}
-    assert verdict_words(good) == "recognised as cat face, rank 1 of 1,349"
-    other = {"recognised": {"seen": "dog face", "asked": "cat face", "rank": 3, "classes": 1349}}
-    assert verdict_words(other) == "recognised as dog face; cat face (asked) ranks 3 of 1,349"
     for bad in ({}, {"recognised": 3}, {"recognised": {"seen": "x", "asked": "y", "rank": 0, "classes": 5}},
                 {"recognised": {"seen": "x", "asked": "y", "rank": 9, "classes": 5}},
                 {"recognised": {"seen": "", "asked": "y", "rank": 1, "classes": 5}},
@@ -147,14 +175,18 @@ def test_verdict_and_load_words_read_only_what_they_can_trust():
 
 
 class Judge:
-    """A recogniser stand-in with a verdict: it sees a cat, the prompt's first choice among 1,349."""
+    """A quality meter stand-in with a verdict: the asked cat face is its first choice among 1,349, its probability
+    calibrated on labelled pictures (``calibrated``) or not."""
+
+    def __init__(self, calibrated: bool = True):
+        self.calibrated = calibrated
 
     def __call__(self, image, prompt):
         return 0.4
 
     def verdict(self, image, prompt):
         return {"level": "identity", "asked": "cat face", "seen": "cat face", "rank": 1, "classes": 1349,
-                "seen_probability": 0.4, "probability": 0.4}
+                "probability": 0.4, "calibrated": self.calibrated}
 
 
 def test_the_stats_say_what_the_recogniser_saw_and_when_the_machine_was_busy(qtbot, tiny, monkeypatch):
@@ -163,14 +195,21 @@ def test_the_stats_say_what_the_recogniser_saw_and_when_the_machine_was_busy(qtb
     monkeypatch.setattr(engine_host, "_load", lambda: (5.0, 2))
     job, r = run_job(qtbot, w, "a cat")
     note = w.stats.run_label.text()
-    assert "prompt fidelity 40%" in note and "recognised as cat face, rank 1 of 1,349" in note
+    assert "cat face: ranked first of 1,349 emoji this model draws · prompt fidelity 40%" in note
+    assert w.stats.values["fidelity"].text() == "40%" and "calibrated on pictures" in w.stats.run_label.toolTip()
     assert "machine busy: load 5.0 on 2 CPUs" in note and "competed for the cores" in w.stats.run_label.toolTip()
     saved = read_png_record(w.store.entries()[0].path)
     assert saved["recognised"]["seen"] == "cat face" and saved["load_average"] == [5.0, 2]
     # a history click says the same from the record
     w.stats.run_label.setText("")
     w.gallery.view.clicked.emit(w.gallery.model.index(0, 0))
-    assert "recognised as cat face, rank 1 of 1,349" in w.stats.run_label.text()
+    assert "cat face: ranked first of 1,349 emoji this model draws · prompt fidelity 40%" in w.stats.run_label.text()
+    # a meter not calibrated on labelled pictures: the rank alone, no percentage anywhere in the panel
+    w.jobs.worker.pipeline.scorer = Judge(calibrated=False)
+    run_job(qtbot, w, "a cat")
+    note = w.stats.run_label.text()
+    assert "cat face: ranked first of 1,349 emoji this model draws" in note and "%" not in note
+    assert w.stats.values["fidelity"].text() == "rank 1/1,349" and "not calibrated" in w.stats.run_label.toolTip()
 
 
 # ------------------------------------------------------------------------------- 6. the 900×600 finish

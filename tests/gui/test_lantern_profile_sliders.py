@@ -101,3 +101,75 @@ def test_where_the_sliders_do_nothing_the_line_under_them_points_to_the_preview(
         assert "Measured on this model at δ 0.2" in c.guarantee.text() and "pick the preview" not in c.guarantee.text()
     finally:
         c.match_line.shutdown()
+
+
+def _with_intervals() -> dict:
+    """PROFILE as the bench writes it since intervals are kept: each rung's mean fidelity with its 95 % interval
+    over the pictures measured (models/lantern_profile.fidelity_fields)."""
+    from copy import deepcopy
+
+    from lantern_studio.fidelity import Interval
+    from lantern_studio.models.lantern_profile import fidelity_fields
+
+    data = deepcopy(PROFILE)
+    lad = data["ladders"]["delta"]
+    lad.update(fidelity_fields(Interval(0.69, 0.55, 0.81, 32), "vanilla_fidelity"))
+    for rung, iv in zip(lad["rungs"], [Interval(0.66, 0.52, 0.79, 32), Interval(0.62, 0.48, 0.76, 32),
+                                       Interval(0.12, 0.04, 0.23, 32)]):
+        rung.update(fidelity_fields(iv))
+    return data
+
+
+def test_a_profile_with_intervals_says_each_rungs_mean_and_interval_and_an_old_one_still_reads():
+    from lantern_studio.fidelity import Interval
+
+    new = parse_profile(_with_intervals())
+    rung = new.ladders["delta"].rungs[1]
+    assert rung.fidelity == 0.62 and rung.interval == Interval(0.62, 0.48, 0.76, 32)
+    assert "prompt fidelity 62% (48–76%, 32 seeds)" in new.at("delta", 0.2)
+    assert "recognised" not in new.at("delta", 0.2)
+    warning = new.at("delta", 1.0)
+    assert warning.startswith("⚠") and "12% (4–23%, 32 seeds)" in warning and "vanilla's 69% (55–81%, 32 seeds)" in warning
+    assert "the meter's mean probability over the pictures, with its 95 % interval" in new.describe("delta")
+    # a profile written before intervals were kept: its figures as before, no interval made up
+    old = parse_profile(PROFILE)
+    assert old.ladders["delta"].rungs[1].interval is None and old.ladders["delta"].vanilla_interval is None
+    assert "recognised 66%" in old.at("delta", 0.2) and "(" not in old.at("delta", 0.2).split("recognised")[1]
+    assert "recognised: the judge's top 5" in old.describe("delta")
+
+
+def test_a_profiles_interval_must_be_whole_and_hold_its_mean():
+    import pytest
+
+    from lantern_studio.models.lantern_profile import ProfileError
+
+    for damage, words in [({"fidelity_interval": [0.7, 0.8]}, "must hold fidelity"),
+                          ({"fidelity_interval": [0.5]}, r"\[low, high\]"), ({"fidelity_n": 0}, "fidelity_n"),
+                          ({"fidelity_interval": [0.5, 1.5]}, r"fidelity_interval\[1\]"),
+                          ({"fidelity": None}, "fidelity")]:
+        data = _with_intervals()
+        data["ladders"]["delta"]["rungs"][1].update(damage)
+        with pytest.raises(ProfileError, match=words):
+            parse_profile(data)
+    # the bench's rows keep the interval without a count: the rung's images, else the profile's, are its pictures
+    data = _with_intervals()
+    rung = data["ladders"]["delta"]["rungs"][1]
+    del rung["fidelity_n"]
+    assert parse_profile(data).ladders["delta"].rungs[1].interval.n == 32  # the profile's images
+    rung["images"] = 64
+    assert parse_profile(data).ladders["delta"].rungs[1].interval.n == 64
+    del data["images"], rung["images"]
+    with pytest.raises(ProfileError, match="fidelity_n"):
+        parse_profile(data)
+
+
+def test_the_sliders_line_shows_the_measured_mean_and_interval(qtbot):
+    c = _panel(qtbot)
+    try:
+        c.set_model_info(_info(parse_profile(_with_intervals())))
+        c.set_settings(_info().defaults)
+        assert "Measured on this model at δ 0.2 (k 64): 2.90 tokens/forward, prompt fidelity 62% (48–76%, 32 seeds)" \
+            in c.guarantee.text()
+        assert "δ 0.2: 2.90 tokens/forward, prompt fidelity 62% (48–76%, 32 seeds)" in c.delta.toolTip()
+    finally:
+        c.match_line.shutdown()

@@ -5,6 +5,7 @@ curve — no QApplication, no worker, no model."""
 from __future__ import annotations
 
 import random
+import statistics
 import subprocess
 import sys
 
@@ -15,8 +16,9 @@ from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.studio.jobs import JobResult
 from lantern_studio.studio.queue import QueueState
 from lantern_studio.studio.display import Studio, jsonable
+from lantern_studio import fidelity
 from lantern_studio.studio.sweep import (
-    DELTA, DELTA_FROM_ZERO, K, K_FROM_ZERO, ROLE, SweepSet, delta_ladder, k_ladder, ladder, problem,
+    DELTA, DELTA_FROM_ZERO, K, K_FROM_ZERO, ROLE, SEEDS, SweepSet, delta_ladder, k_ladder, ladder, problem, sweep_seeds,
 )
 from lantern_studio.studio.tradeoff import Tradeoff
 
@@ -100,20 +102,75 @@ def test_a_sweep_that_would_show_nothing_says_why_in_one_line():
 # ------------------------------------------------------------------------------------------- the job set
 
 
-def test_the_job_set_is_the_vanilla_run_then_one_job_per_rung_of_one_group():
+def test_the_job_set_is_the_vanilla_run_then_the_ladder_at_three_seeds_each_by_default():
     studio = Studio()
     group = studio.new_group()
     assert studio.new_group() != group  # a fresh id each time: never another request's
     s = SweepSet.of(group, DELTA, "a cat", BASE, delta_ladder(BASE.delta), "m", quality=True)
     jobs = s.jobs
+    assert SEEDS == fidelity.SWEEP_SEEDS == 3 and s.seeds == [1234, 1235, 1236] and s.seeds_words() == "seeds 1234–1236"
     assert [r.index for r in s.rungs] == list(range(6)) and s.values == [0.0, 0.1, 0.2, 0.3, 0.5]
+    assert len(jobs) == 6 * 3 and len({j.id for j in jobs}) == 18 and "[sweep]" in jobs[1].label()
+    # queued seed by seed: every rung's first seed (the strip's pictures), then the second, then the third
+    assert [j.settings.seed for j in jobs] == [1234] * 6 + [1235] * 6 + [1236] * 6
     assert jobs[0].settings == BASE.with_(drafter="none") and s.baseline.vanilla
-    for rung in s.rungs[1:]:
-        assert rung.job.settings == BASE.with_(delta=rung.value)  # only δ differs: same seed and sampling
+    assert [j.settings.drafter for j in jobs[::6]] == ["none"] * 3  # each seed's round starts with its vanilla run
+    for rung in s.rungs:
+        assert [d.seed for d in rung.draws] == s.seeds and rung.job is rung.draws[0].job
+        for d in rung.draws:  # only δ (and the seed) differs: the same sampling
+            want = BASE.with_(drafter="none") if rung.vanilla else BASE.with_(delta=rung.value)
+            assert d.job.settings == want.with_(seed=d.seed)
     assert all(j.group == group and j.role == ROLE and j.prompt == "a cat" and j.model == "m" for j in jobs)
-    assert len({j.id for j in jobs}) == 6 and "[sweep]" in jobs[1].label()
-    ks = SweepSet.of(group, K, "a cat", BASE, [16, 64], None)
+    ks = SweepSet.of(group, K, "a cat", BASE, [16, 64], None, seeds=1)
     assert [r.job.settings.k for r in ks.rungs[1:]] == [16, 64] and all(isinstance(v, int) for v in ks.values)
+    assert len(ks.jobs) == 3 and ks.seeds_words() == "seed 1234"
+    # the session's Sweep draws as many by default, and as many as asked
+    assert len(Studio().submit_sweep(DELTA, "a cat", BASE, [0.1, 0.2], None).jobs) == 3 * SEEDS
+    assert len(Studio().submit_sweep(DELTA, "a cat", BASE, [0.1, 0.2], None, seeds=5).jobs) == 3 * 5
+
+
+def test_the_seeds_follow_the_one_shown_and_stay_in_range():
+    assert sweep_seeds(7, 3) == [7, 8, 9] and sweep_seeds(7, 1) == [7]
+    assert sweep_seeds(2**63 - 1, 3) == [2**63 - 1, 2**63 - 2, 2**63 - 3]  # the largest seed counts down
+    for bad in (0, 17):
+        with pytest.raises(ValueError):
+            sweep_seeds(7, bad)
+
+
+def test_a_rungs_numbers_are_over_its_seeds_mean_and_interval_and_the_curve_has_one_vertex_a_value():
+    s = SweepSet.of(1, DELTA, "a cat", BASE, [0.1, 0.3], quality=True)
+    v, a, b = s.rungs
+    walls = [[1.0, 1.2, 0.9], [0.5, 0.4, 0.6], [0.25, 0.3, 0.2]]  # by rung, then seed
+    tpfs = [[1.0, 1.0, 1.0], [2.0, 2.2, 2.4], [3.0, 3.3, 3.6]]
+    scores = [[0.7, 0.8, 0.9], [0.6, 0.65, 0.7], [0.2, 0.4, 0.0]]
+    for seed in range(3):
+        for i, rung in enumerate(s.rungs):
+            d = rung.draws[seed]
+            assert s.started(d.job) is rung and s.running is rung
+            res = result(d.job, walls[i][seed], tpfs[i][seed], scores[i][seed])
+            assert s.finished(res, jsonable(res.record())) is rung
+            if seed == 0:  # the first seed alone: its picture, and an interval of the whole range
+                assert rung.fidelity == fidelity.Interval(scores[i][0], 0.0, 1.0, 1)
+    assert s.ended and "9 of 9 done" in s.summary()
+    iv = b.fidelity
+    assert iv.n == 3 and iv.mean == pytest.approx(0.2) and iv == fidelity.mean_interval([0.2, 0.4, 0.0])
+    assert iv.low == 0.0 and iv.high == pytest.approx(0.2 + 4.303 * 0.2 / 3 ** 0.5)  # clipped at 0
+    row = s.row(a)
+    assert row["fidelity"] == pytest.approx(0.65) and row["fidelity_n"] == 3 and row["tokens_per_forward"] == pytest.approx(2.2)
+    assert row["fidelity_low"] < 0.65 < row["fidelity_high"]
+    # the speed-up: the median over seeds of vanilla's wall time over the rung's, seed by seed
+    assert s.speedup(a) == pytest.approx(statistics.median([1.0 / 0.5, 1.2 / 0.4, 0.9 / 0.6]))
+    assert s.speedup(v) == pytest.approx(1.0)
+    # the caption: the mean on one line, its interval and seeds on the next; the tooltip says it whole
+    mean, spread = fidelity.format_interval(a.fidelity).split(" (")
+    assert s.caption(a).split("\n")[3:] == [f"fid {mean}", spread.rstrip(")")] and spread.endswith("3 seeds)")
+    assert f"{fidelity.NAME} {fidelity.format_interval(a.fidelity)}" in s.tooltip(a)
+    # the strip shows the first seed's picture; the curve joins each value's seeds at their mean
+    assert a.result.job.settings.seed == 1234
+    chart = Tradeoff(quality=True)
+    chart.set_curve(s.curve())
+    assert len(chart.curve) == 6
+    assert chart.curve_placed() == [(pytest.approx(2.2), pytest.approx(65.0)), (pytest.approx(3.3), pytest.approx(20.0))]
 
 
 @pytest.mark.parametrize("path", ["eager", "compiled"])
@@ -121,7 +178,7 @@ def test_every_job_of_a_sweep_warms_its_path_and_all_decode_on_one(path):
     """As a Compare's halves: one path fixed when the sweep is asked for, each job warming it untimed first,
     so that no speed-up counts the vanilla path's first-use warm-up."""
     s = Studio().submit_sweep(DELTA, "a cat", BASE, [0.0, 0.2], "m", path=path)
-    assert s.path == path and all(j.steps == path and j.warm for j in s.jobs) and len(s.jobs) == 3
+    assert s.path == path and all(j.steps == path and j.warm for j in s.jobs) and len(s.jobs) == 3 * SEEDS
     assert f"decoding only, all {path}" in s.summary() and "untimed" in s.help()
     assert SweepSet.of(1, DELTA, "x", BASE, [0.1], path="anything else").path == "eager"
 
@@ -146,7 +203,7 @@ def test_the_speedups_leave_the_warm_ups_out_and_say_so():
 def test_a_sweeps_seed_joins_the_session_so_a_later_x4_never_draws_it():
     studio = Studio()
     sweep = studio.submit_sweep(K, "a cat", BASE.with_(seed=777), [16, 64], None)
-    assert all(j.settings.seed == 777 for j in sweep.jobs) and 777 in studio.seeds_used
+    assert {j.settings.seed for j in sweep.jobs} == {777, 778, 779} and {777, 778, 779} <= studio.seeds_used
     draws = iter([777, 1, 777, 2, 3, 4])
     assert studio.variation_seeds(lambda: next(draws)) == [1, 2, 3, 4]
     assert all(studio.queue.position(j) is not None for j in sweep.jobs)  # queued, in order
@@ -154,7 +211,7 @@ def test_a_sweeps_seed_joins_the_session_so_a_later_x4_never_draws_it():
 
 
 def test_results_land_on_their_rungs_whatever_order_they_end_in_and_the_speedups_are_against_vanilla():
-    s = SweepSet.of(1, DELTA, "a cat", BASE, [0.0, 0.1, 0.2], quality=True)
+    s = SweepSet.of(1, DELTA, "a cat", BASE, [0.0, 0.1, 0.2], quality=True, seeds=1)
     v, r0, r1, r2 = s.rungs
     assert s.summary().startswith("Sweep δ (seed 1234) · speed-ups: decoding only, all eager · 0 of 4 done")
     assert "Esc stops the rest" in s.summary()
@@ -168,9 +225,10 @@ def test_results_land_on_their_rungs_whatever_order_they_end_in_and_the_speedups
             assert s.speedup(r1) is None and "—" in s.caption(r1)
     assert s.speedup(v) == pytest.approx(1.0) and s.speedup(r1) == pytest.approx(2.0)
     assert s.speedup(r0) == pytest.approx(1.25)
-    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\ndecoding 2.00×\nfid 40%"
-    assert s.caption(v) == "vanilla\n1.00 tok/fwd\nbaseline\nfid 60%"
-    assert s.row(r0) == {"value": "δ 0", "tokens_per_forward": 1.25, "speedup": pytest.approx(1.25), "fidelity": 0.6}
+    assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\ndecoding 2.00×\nfid 40%\n1 seed"  # one seed: said so
+    assert s.caption(v) == "vanilla\n1.00 tok/fwd\nbaseline\nfid 60%\n1 seed"
+    assert s.row(r0) == {"value": "δ 0", "tokens_per_forward": 1.25, "speedup": pytest.approx(1.25), "fidelity": 0.6,
+                         "fidelity_low": 0.0, "fidelity_high": 1.0, "fidelity_n": 1}
     assert s.caption(r2) == "δ 0.2\nwaiting" and not s.ended
     s.quality = False  # a model without a recogniser: no verdict
     assert s.caption(r1) == "δ 0.1\n2.00 tok/fwd\ndecoding 2.00×" and "fidelity" not in s.tooltip(r1)
@@ -204,7 +262,7 @@ def test_the_curve_joins_the_finished_rungs_in_ladder_order_and_leaves_vanilla_o
 
 def test_waiting_rungs_taken_off_the_queue_are_cancelled_and_only_finished_ones_can_be_chosen():
     q = QueueState()
-    s = SweepSet.of(3, DELTA, "a cat", BASE, [0.0, 0.2])
+    s = SweepSet.of(3, DELTA, "a cat", BASE, [0.0, 0.2], seeds=1)
     for job in s.jobs:
         q.add(job)
     running = q.take_next()

@@ -14,7 +14,8 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
-from lantern_studio.studio.sweep import delta_ladder, k_ladder  # noqa: E402
+from lantern_studio import fidelity  # noqa: E402
+from lantern_studio.studio.sweep import SEEDS, delta_ladder, k_ladder  # noqa: E402
 from lantern_studio.gui.sweep_view import PICTURE_SMALL  # noqa: E402
 from support.studio import COLD, WAIT, cold_vanilla_path, on_steps, open_window  # noqa: E402
 
@@ -48,35 +49,37 @@ def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_r
     w.jobs.answers.frame.connect(lambda f: frames.append(f.job_id))
     s = run_sweep(qtbot, w, "delta")
     assert s.values == delta_ladder(0.2) == [0.0, 0.1, 0.2, 0.3, 0.5]
-    assert [j.id for j in w.started_jobs] == [j.id for j in s.jobs]  # the vanilla run first, then the ladder
-    assert all(j.settings.seed == 4321 for j in s.jobs) and c.seed.value() == 4321
-    assert s.jobs[0].settings.drafter == "none" and all(r.done for r in s.rungs)
-    # the strip: one picture per rung, filled in as it decoded, captioned with the state's numbers
+    # seed by seed (three by default: Generate ▸ Sweep seeds), each round the vanilla run first, then the ladder
+    assert [j.id for j in w.started_jobs] == [j.id for j in s.jobs] and len(s.jobs) == 6 * SEEDS
+    assert [j.settings.seed for j in s.jobs] == [4321] * 6 + [4322] * 6 + [4323] * 6 and c.seed.value() == 4321
+    assert s.jobs[0].settings.drafter == "none" and all(d.done for r in s.rungs for d in r.draws)
+    # the strip: one picture per rung (its first seed's), filled in as it decoded, captioned with the state's numbers
     strip = w.sweeps.strip
     assert strip.isVisibleTo(w) and len(strip.cells) == 6 and all(j.id in frames for j in s.jobs)
-    base = s.baseline.result.stats["wall_seconds"]
     for rung, cell in zip(s.rungs, strip.cells):
-        assert np.array_equal(cell.image, rung.result.image)
+        assert np.array_equal(cell.image, rung.result.image) and rung.result.job.settings.seed == 4321
         text = cell.caption()
-        assert text == s.caption(rung) and f"{rung.result.stats['mean_accepted_length']:.2f} tok/fwd" in text
+        tpf = np.mean([d.result.stats["mean_accepted_length"] for d in rung.draws])  # over the seeds
+        assert text == s.caption(rung) and f"{tpf:.2f} tok/fwd" in text
         if rung.vanilla:
             assert text.startswith("vanilla") and "baseline" in text
         else:
-            assert text.startswith(f"δ {rung.value:g}\n") and f"{base / rung.result.stats['wall_seconds']:.2f}×" in text
+            speedup = np.median([v.wall / d.wall for v, d in zip(s.baseline.draws, rung.draws)])  # seed by seed
+            assert text.startswith(f"δ {rung.value:g}\n") and f"{speedup:.2f}×" in text
         assert "fid" not in text  # the tiny model has no recogniser
         assert all(line.shown_text() == line.text() for line in cell.lines), text  # whole, not elided
-    assert "Sweep δ (seed 4321) · speed-ups: decoding only, all eager · 6 of 6 done" in strip.title.text()
+    assert "Sweep δ (seeds 4321–4323) · speed-ups: decoding only, all eager · 18 of 18 done" in strip.title.text()
     assert shown_whole(strip)
     # this small window's strip: each picture at 1× beside its caption (not squeezed once a picture is in), and
     # scrolled along as the rungs decoded, so the last one is in view
     assert strip.compact and all(cell.view.height() == PICTURE_SMALL for cell in strip.cells)
     assert not strip.cells[-1].visibleRegion().isEmpty()
-    # the chart: a point per run, and the five rungs joined in ladder order
-    assert len(w.chart.points) == 6
+    # the chart: every run, a point per value (its seeds at their mean), and the five rungs joined in ladder order
+    assert len(w.chart.points) == 18 and len(w.chart.model.placed()) == 6
     xs, ys = w.chart.curve.getData()
     rungs = s.rungs[1:]
-    assert list(xs) == pytest.approx([r.result.stats["mean_accepted_length"] for r in rungs])
-    assert list(ys) == pytest.approx([r.result.stats["tokens_per_second"] for r in rungs])
+    assert list(xs) == pytest.approx([np.mean([d.result.stats["mean_accepted_length"] for d in r.draws]) for r in rungs])
+    assert list(ys) == pytest.approx([np.mean([d.result.stats["tokens_per_second"] for d in r.draws]) for r in rungs])
     # a click on δ 0.3: the canvas, the slider, the stats and the history selection show it
     rung = s.rungs[4]
     qtbot.mouseClick(strip.cells[4].view, Qt.MouseButton.LeftButton)
@@ -88,10 +91,12 @@ def test_sweep_delta_fills_a_captioned_strip_draws_a_curve_and_a_click_makes_a_r
     assert "δ 0.3" in w.statusBar().currentMessage()
     # Sweep k from there: around the slider's k, clipped to the codebook; a new strip and a new curve
     c.k.setValue(8)
+    w.sweeps.set_seeds(1)  # Generate ▸ Sweep seeds ▸ 1 seed per value
+    assert w.sweeps.seed_actions[1].isChecked() and not w.sweeps.seed_actions[SEEDS].isChecked()
     t = run_sweep(qtbot, w, "k")
-    assert t.values == k_ladder(8, 64) == [2, 4, 8, 16, 32] and len(strip.cells) == 6
+    assert t.values == k_ladder(8, 64) == [2, 4, 8, 16, 32] and len(strip.cells) == 6 and len(t.jobs) == 6
     assert all(r.job.settings.delta == pytest.approx(0.3) for r in t.rungs)
-    assert [p.settings.k for p in w.chart.model.curve] == [2, 4, 8, 16, 32] and len(w.chart.points) == 12
+    assert [p.settings.k for p in w.chart.model.curve] == [2, 4, 8, 16, 32] and len(w.chart.points) == 24
     assert strip.cells[0].caption().startswith("vanilla") and strip.cells[1].caption().startswith("k 2\n")
     assert shown_whole(strip)  # a second strip is as tall as the first (it was clipped to one line once)
     # ✕ hides the strip; the next sweep shows it again
@@ -128,6 +133,7 @@ def test_esc_stops_the_running_rung_and_takes_the_waiting_ones_off(qtbot, tiny, 
     qtbot.waitUntil(lambda: s.ended and not w.session.queue.busy, timeout=WAIT)
     assert [j.id for j in w.started_jobs] == [s.jobs[0].id]  # the waiting rungs never ran
     assert [r.state for r in s.rungs] == ["cancelled"] * len(s.rungs)
+    assert all(d.state == "cancelled" for r in s.rungs for d in r.draws)  # nor their later seeds
     assert all(cell.caption().endswith("cancelled") for cell in w.sweeps.strip.cells)
     assert "none finished" in w.sweeps.strip.title.text() and w.chart.model.curve == []
 
@@ -147,10 +153,19 @@ def test_with_a_recogniser_the_captions_give_its_verdict_and_the_curve_is_in_fid
     assert w.model_info.has_score
     s = run_sweep(qtbot, w, "delta")
     for rung, cell in zip(s.rungs, w.sweeps.strip.cells):
-        assert rung.result.score == pytest.approx(rung.result.image.mean() / 255.0)
-        assert cell.caption().endswith(f"fid {100 * rung.result.score:.0f}%")
+        scores = [d.result.score for d in rung.draws]
+        assert scores == pytest.approx([d.result.image.mean() / 255.0 for d in rung.draws])
+        iv = fidelity.mean_interval(scores)
+        assert rung.fidelity == iv and iv.n == SEEDS
+        mean, spread = fidelity.format_interval(iv).split(" (")
+        # beside its 1× picture (this small window's compact strip) the interval shares the fidelity's line
+        assert cell.caption().endswith(f"fid {mean} · {spread.rstrip(')')}") and spread.endswith(f"{SEEDS} seeds)")
+        assert fidelity.format_interval(iv) in cell.toolTip()
     _xs, ys = w.chart.curve.getData()
-    assert list(ys) == pytest.approx([100 * r.result.score for r in s.rungs[1:]])
+    assert list(ys) == pytest.approx([100 * r.fidelity.mean for r in s.rungs[1:]])
+    # the chart's points of the ladder carry the interval bars of their means
+    bars = w.chart.bars.opts
+    assert len(bars["x"]) == len([p for p in w.chart.model.placed() if p.error is not None]) >= 5
 
 
 @pytest.mark.parametrize("window_height, compact", [(600, True), (1080, False)])
@@ -204,8 +219,8 @@ def test_the_first_sweep_of_a_session_leaves_the_vanilla_paths_warm_up_out_of_it
     assert not cold[0], "the slow first step never ran"
     assert base.warm >= COLD and base.wall < COLD  # the wait was measured, apart, and is not in the clock
     strip = w.sweeps.strip
-    for rung, cell in zip(s.rungs[1:], strip.cells[1:]):
-        assert s.speedup(rung) == pytest.approx(base.wall / rung.wall)
+    for rung, cell in zip(s.rungs[1:], strip.cells[1:]):  # the median over seeds, each against its own vanilla run
+        assert s.speedup(rung) == pytest.approx(np.median([v.wall / d.wall for v, d in zip(base.draws, rung.draws)]))
         assert f"decoding {s.speedup(rung):.2f}×" in cell.caption()
     assert "speed-ups: decoding only, all eager" in strip.title.text()
     assert f"warm-up not counted: {base.warm:.1f} s" in strip.cells[0].toolTip()
@@ -219,7 +234,7 @@ def test_a_later_x4_never_repeats_the_seed_of_a_sweep(qtbot, tiny):
     c.k.setValue(4)
     c.delta.setValue(0.2)
     s = run_sweep(qtbot, w, "k")
-    assert all(j.settings.seed == 5151 for j in s.jobs) and 5151 in w.studio.seeds_used
+    assert {j.settings.seed for j in s.jobs} == {5151, 5152, 5153} and 5151 in w.studio.seeds_used
     draws = iter([5151, 21, 5151, 22, 23, 24])
     c.draw_seed = lambda: next(draws)
     v = w.generate_variations()

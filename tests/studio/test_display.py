@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lantern_studio import fidelity
 from lantern_studio.engine.settings import GenerationSettings
 from lantern_studio.studio.jobs import Frame, JobResult
 from lantern_studio.studio.replay import Recording
@@ -309,6 +310,20 @@ def test_a_pair_races_only_with_both_recordings():
     assert isinstance(ComparePair.of(1, pair.vanilla.job, pair.lantern.job).halves, tuple)
 
 
+def test_a_compares_quality_is_one_seed_a_side_and_says_so():
+    studio = Studio()
+    pair = studio.submit_compare("quality", LANTERN_SETTINGS, None)
+    assert pair.quality_words() == "" and pair.vanilla.fidelity_words() == ""
+    for half, score in ((pair.vanilla, 0.62), (pair.lantern, None)):
+        r = result(half.job, 1.0, 8)
+        r.score = score
+        studio.job_finished(r, {})
+    assert pair.vanilla.fidelity == fidelity.Interval(0.62, 0.0, 1.0, 1)  # one seed: the whole range
+    assert pair.vanilla.fidelity_words() == "prompt fidelity 62% (1 seed)"
+    assert pair.lantern.fidelity is None and pair.lantern.fidelity_words() == ""  # not scored: nothing said
+    assert "vanilla 62% (1 seed)" in pair.quality_words() and "races one seed" in pair.quality_words()
+
+
 # ------------------------------------------------------------------------------------------- the chart
 
 
@@ -338,6 +353,37 @@ def test_the_chart_axes_keep_their_meaning_and_markers_their_shape():
     assert "4.00× faster than its vanilla run" in chart.tip(chart.points[2], "")
     chart.quality = True
     assert chart.y_label == Y_QUALITY_LABEL and chart.placed() == [] and chart.hidden == 3  # no scores
+
+
+def test_runs_that_differ_only_in_their_seed_are_one_point_at_their_mean_with_its_interval():
+    chart = Tradeoff(quality=True)
+    same = [record(seed=s, score=f, tpf=t) for s, f, t in [(1, 0.5, 2.0), (2, 0.6, 2.2), (3, 0.7, 2.4)]]
+    other = record(seed=1, score=0.3, tpf=3.0, delta=0.5)  # another δ: a point of its own
+    chart.extend([point_of(r, f"run {i}") for i, r in enumerate(same + [other])])
+    chart.add(point_of(record(seed=4, score=None), "unscored"))  # the meter could not judge it: not drawn
+    three, one = chart.placed()
+    iv = fidelity.mean_interval([0.5, 0.6, 0.7])
+    assert three.seeds == 3 and three.interval == iv and iv.n == 3
+    assert three.x == pytest.approx(2.2) and three.y == pytest.approx(60.0)
+    assert three.error == (pytest.approx(60.0 - 100 * iv.low), pytest.approx(100 * iv.high - 60.0))
+    assert three.point.settings.seed == 3  # a click loads the latest run's settings
+    assert "3 seeds" in chart.tip(three, "") and fidelity.format_interval(iv) in chart.tip(three, "")
+    # one seed: no bar (its interval is the whole range), and its tooltip says "1 seed"
+    assert one.seeds == 1 and one.error is None and one.interval == fidelity.Interval(0.3, 0.0, 1.0, 1)
+    assert "prompt fidelity 30% (1 seed)" in chart.tip(one, "") and "whole 0–100 %" in chart.tip(one, "")
+    assert chart.hidden == 1 and len(chart.points) == 5
+    # the same seed again draws the same picture: it counts once (its latest run), not as a fourth seed
+    chart.add(point_of(record(seed=3, score=0.9, tpf=2.4), "seed 3 again"))
+    again = chart.placed()[0]
+    assert again.seeds == 3 and again.interval == fidelity.mean_interval([0.5, 0.6, 0.9])
+    # another model, prompt or sampling is another point; so is vanilla
+    chart.add(point_of(record(seed=1, score=0.5, prompt="q"), "other prompt"))
+    assert len(chart.placed()) == 3
+    # without a recogniser y is the mean tokens per second, and no interval is drawn
+    speed = Tradeoff()
+    speed.extend(point_of(record(seed=s, tps=t), "r") for s, t in [(1, 100.0), (2, 200.0)])
+    (both,) = speed.placed()
+    assert both.y == pytest.approx(150.0) and both.error is None and "mean of 2 seeds" in speed.tip(both, "")
 
 
 def test_chart_points_come_from_records_and_a_bad_record_is_skipped():

@@ -1,14 +1,19 @@
-"""``lantern-studio sweep PROMPT --delta 0,0.1,0.2,0.5 --k 64 --out DIR``: the studio's Sweep from the command line.
+"""``lantern-studio sweep PROMPT --delta 0,0.1,0.2,0.5 --k 64 --seeds 3 --out DIR``: the studio's Sweep from the
+command line.
 
-One prompt and seed decoded once with no drafter (vanilla: the baseline) and once per value of the swept setting
-(δ or k; the other one fixed), one after the other in this process. Prints one row per run: its value, tokens
-per target forward, speed-up against the vanilla run of the same seed (wall time of the decode, as the studio's
-strip and chart measure it) and the recogniser's verdict (prompt fidelity, the studio's measure) where the model
-ships a recogniser; writes each picture as a PNG with its settings embedded, a contact sheet (every picture
-captioned with its row) and the rows as JSON into DIR.
+One prompt decoded with no drafter (vanilla: the baseline) and at each value of the swept setting (δ or k; the
+other one fixed), at ``--seeds`` seeds each (``fidelity.SWEEP_SEEDS``, 3, by default, as the studio's Sweep: the
+given seed and the ones after it), one after the other in this process, seed by seed. Prints one row per value:
+tokens per target forward (over its seeds), the speed-up against the vanilla runs (the median over seeds of
+vanilla's decode seconds over the value's, seed by seed, as the studio's strip and chart measure it) and, where
+the model ships a recogniser, the prompt fidelity: the mean over the seeds with its 95 % interval
+(``fidelity.mean_interval``, "62% (48–76%, 3 seeds)"), never one picture's score. Writes each picture as a PNG
+with its settings embedded (a value's first seed as ``delta-0.1.png``, the others ``delta-0.1-seed4.png``), a
+contact sheet (every value's first picture captioned with its row) and the rows as JSON (``fidelity_mean``,
+``fidelity_low``, ``fidelity_high``, ``fidelity_n`` a value, and each seed's numbers) into DIR.
 
-The rows' numbers are the batch sweep's statistics (``eval/sweep.py``: the bench's definitions) over one
-(prompt, seed) pair. The argument wiring is ``cli.py``'s, beside ``generate``; this module runs the sweep.
+The rows' numbers are the batch sweep's statistics (``eval/sweep.py``: the bench's definitions) over the
+(prompt, seed) pairs. The argument wiring is ``cli.py``'s, beside ``generate``; this module runs the sweep.
 """
 
 from __future__ import annotations
@@ -39,9 +44,12 @@ from ..threads import configure_decode_threads
 from .generate import EXIT_BAD_INPUT, add_sampling_arguments, settings_from_args
 
 DELTA, K = "delta", "k"
-MAX_VALUES = 32  # values of one sweep: each is a decode
+MAX_VALUES = 32  # values of one sweep: each is a decode a seed
+MAX_SEEDS = 16  # seeds a value: vanilla and 5 values at 16 seeds are 96 decodes
+SEED_TOP = 2**63  # seeds fit in 64 bits (engine/settings.py)
 SHEET = "contact-sheet.png"
 REPORT = "sweep.json"
+REPORT_SCHEMA = "lantern-studio-sweep-one/2"  # /2: several seeds a value, the fidelity's mean and interval
 SHEET_SCALE = 4  # a 64-px picture is 256 px on the sheet
 SHEET_COLUMNS = 6
 SHEET_FONT_SIZE = 14
@@ -66,13 +74,16 @@ class Run:
 
 @dataclass
 class Row:
+    """One value (or vanilla) over its seeds: its first seed's picture and record, and the numbers over all."""
+
     run: Run
-    image: np.ndarray
-    record: dict
-    tokens_per_forward: Optional[float]
-    speedup: Optional[float]  # vanilla's decode seconds over this run's; 1 for the vanilla run
-    seconds: float
-    fidelity: Optional[float]  # the recogniser's probability; None without one (or for a prompt it cannot judge)
+    image: np.ndarray  # the first seed's
+    record: dict  # the first seed's
+    tokens_per_forward: Optional[float]  # over its seeds (the prefill's forwards included)
+    speedup: Optional[float]  # median over seeds of vanilla's decode seconds over this run's; 1 for vanilla
+    seconds: float  # median decode seconds over its seeds
+    fidelity: Optional[fidelity.Interval]  # the meter's probability over its seeds: mean and 95 % interval
+    seeds: List[dict]  # per seed: {"seed", "record", "image", "score", "file"}
 
 
 def parse_values(flag: str, text: Optional[str]) -> Optional[list]:
@@ -116,6 +127,20 @@ def check_early(deltas: Optional[list], ks: Optional[list]) -> None:
 
 def value_name(axis: str, value) -> str:
     return f"{axis} {value:g}"
+
+
+def check_seeds(n) -> int:
+    """``--seeds N``: a whole number in [1, MAX_SEEDS] (SweepError names the flag)."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SEEDS:
+        raise SweepError(f"--seeds: must be a whole number in [1, {MAX_SEEDS}], got {n!r}")
+    return n
+
+
+def seeds_of(seed: int, n: int) -> List[int]:
+    """The seeds a sweep draws: ``seed`` first, then the ones after it (before it past the largest seed), as the
+    studio's Sweep does (studio/sweep.sweep_seeds)."""
+    step = 1 if int(seed) + n <= SEED_TOP else -1
+    return [int(seed) + step * i for i in range(n)]
 
 
 def plan(base: GenerationSettings, deltas: Optional[list], ks: Optional[list],
@@ -166,42 +191,58 @@ def warm(pipe, prompt: str, runs: Sequence[Run], steps: int = WARM_STEPS) -> Non
                 break
 
 
-def decode(pipe, prompt: str, runs: Sequence[Run], on_event: Optional[Callable] = None,
+def decode(pipe, prompt: str, runs: Sequence[Run], seeds: Sequence[int] = (), on_event: Optional[Callable] = None,
            on_run: Optional[Callable[[Run], None]] = None) -> List[dict]:
-    """Each run through the pipeline, in order, after warming its paths: [{"run", "image", "record", "score"}]."""
+    """Each run through the pipeline at each of ``seeds`` (default: its own seed), seed by seed (every run at the
+    first seed, then at the second, …), after warming its paths: [{"run", "seed", "image", "record", "score"}]."""
     warm(pipe, prompt, runs)
     out = []
-    for run in runs:
-        if on_run is not None:
-            on_run(run)
-        result = pipe.generate(prompt, run.settings, on_event=on_event)
-        stats = result.stats.to_dict()
-        stats["precision"] = pipe.precision
-        score = pipe.scorer(result.image, prompt) if pipe.scorer is not None else None
-        record = {"prompt": prompt, "understood_as": result.note, "model": pipe.name,
-                  "settings": run.settings.to_dict(), "stats": stats, "sweep": run.name}
-        if score is not None:
-            record[fidelity.KEY] = float(score)
-        out.append({"run": run, "image": result.image, "record": record, "score": score})
+    for seed in seeds or [runs[0].settings.seed]:
+        for run in runs:
+            if on_run is not None:
+                on_run(run)
+            settings = run.settings.with_(seed=int(seed))
+            result = pipe.generate(prompt, settings, on_event=on_event)
+            stats = result.stats.to_dict()
+            stats["precision"] = pipe.precision
+            score = pipe.scorer(result.image, prompt) if pipe.scorer is not None else None
+            record = {"prompt": prompt, "understood_as": result.note, "model": pipe.name,
+                      "settings": settings.to_dict(), "stats": stats, "sweep": run.name}
+            if score is not None:
+                record[fidelity.KEY] = float(score)
+            out.append({"run": run, "seed": int(seed), "image": result.image, "record": record, "score": score})
     return out
 
 
 def rows_of(decoded: Sequence[dict]) -> List[Row]:
-    """The table's rows, with the batch sweep's statistics (eval/sweep.py) over this one prompt and seed:
-    speed-ups against the vanilla run (the first) by decode wall time, tokens per forward with the prefill's."""
-    entries, groups = {}, []
+    """The table's rows, one per run (value) in the order given, with the batch sweep's statistics
+    (eval/sweep.py) over its (prompt, seed) pairs: speed-ups against the vanilla runs (the first run) by decode
+    wall time, seed by seed; tokens per forward with the prefill's; the prompt fidelity's mean and interval."""
+    entries, keys, by_run = {}, {}, {}
     for i, d in enumerate(decoded):
         rec = d["record"]
         key = f"{i}:{d['run'].name}"
         entries[key] = {"prompt": rec["prompt"], "seed": rec["settings"]["seed"], "settings": rec["settings"],
-                        "stats": rec["stats"], "seconds": float(rec["stats"]["wall_seconds"])}
-        groups.append({"name": d["run"].name, "family": "vanilla" if i == 0 else None, "changes": {}, "keys": [key]})
+                        "stats": rec["stats"], "seconds": float(rec["stats"]["wall_seconds"]),
+                        fidelity.KEY: d["score"]}
+        keys.setdefault(d["run"].name, []).append(key)
+        by_run.setdefault(d["run"].name, []).append(d)
+    names = list(keys)
+    groups = [{"name": n, "family": "vanilla" if i == 0 else None, "changes": {}, "keys": keys[n]}
+              for i, n in enumerate(names)]
     report = sweep_report.build_report(groups, entries)
     rows = []
-    for d, r in zip(decoded, report["methods"]):
-        rows.append(Row(d["run"], d["image"], d["record"], r["mean_accepted_length"],
-                        1.0 if r["reference"] else r["decode_speedup_median"],
-                        float(d["record"]["stats"]["wall_seconds"]), d["score"]))
+    for name, r in zip(names, report["methods"]):
+        ds = by_run[name]
+        first = ds[0]
+        per_seed = [{"seed": int(d["record"]["settings"]["seed"]), "record": d["record"], "image": d["image"],
+                     "score": d["score"], "file": file_name(d["run"], j, d["record"]["settings"]["seed"])}
+                    for j, d in enumerate(ds)]
+        iv = None if not r["fidelity_n"] else fidelity.Interval(r["fidelity_mean"], r["fidelity_low"],
+                                                                r["fidelity_high"], r["fidelity_n"])
+        rows.append(Row(first["run"], first["image"], first["record"], r["mean_accepted_length"],
+                        1.0 if r["reference"] else r["decode_speedup_median"], float(r["decode_seconds_median"]),
+                        iv, per_seed))
     return rows
 
 
@@ -209,19 +250,30 @@ def _f(x, spec: str) -> str:
     return "—" if x is None else format(x, spec)
 
 
+def seeds_words(rows: Sequence[Row]) -> str:
+    """"seed 3" or "seeds 3–5": the seeds every run was drawn at."""
+    seeds = [s["seed"] for s in rows[0].seeds] if rows else []
+    if not seeds:
+        return "no seed"
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
+
+
 def table(rows: Sequence[Row], quality: bool) -> str:
-    """value · tokens/forward · speed-up vs vanilla (same seed) · seconds · fidelity, one line per run."""
+    """value · tokens/forward · speed-up vs vanilla (seed by seed) · seconds · fidelity (mean and 95 % interval
+    over the seeds), one line per value."""
     head = ["value", "tokens/forward", "speed-up", "seconds", fidelity.NAME]
     body = [[r.run.name, _f(r.tokens_per_forward, ".2f"),
              "baseline" if r.run.value is None else _f(r.speedup, ".2f") + ("×" if r.speedup is not None else ""),
-             f"{r.seconds:.3f}", fidelity.format_value(r.fidelity) if quality else "— (no recogniser)"]
+             f"{r.seconds:.3f}", fidelity.format_interval(r.fidelity) if quality else "— (no recogniser)"]
             for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(line, widths)))
              for line in [head] + body]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    seed = rows[0].run.settings.seed if rows else None
-    lines.append(f"speed-up: the vanilla run's decode seconds over each run's, same prompt, seed {seed} and sampling"
+    many = bool(rows) and len(rows[0].seeds) > 1
+    lines.append(("speed-up: the median over seeds of the vanilla run's decode seconds over each run's, seed by seed"
+                  if many else "speed-up: the vanilla run's decode seconds over each run's")
+                 + f", same prompt, {seeds_words(rows)} and sampling; seconds: the median decode seconds"
                  + (f"; {fidelity.HELP}" if quality else ""))
     return "\n".join(lines)
 
@@ -231,7 +283,7 @@ def caption(row: Row, quality: bool) -> List[str]:
     speed = "baseline" if row.run.value is None else ("-" if row.speedup is None else f"{row.speedup:.2f}x vanilla")
     lines = [row.run.name, f"{_f(row.tokens_per_forward, '.2f')} tok/fwd", speed]
     if quality:
-        lines.append(f"fidelity {fidelity.format_value(row.fidelity)}")
+        lines.append(f"fidelity {fidelity.format_interval(row.fidelity)}".replace("–", "-"))
     return lines
 
 
@@ -263,31 +315,47 @@ def contact_sheet(images: Sequence[np.ndarray], captions: Sequence[Sequence[str]
     return sheet
 
 
-def file_name(run: Run) -> str:
-    return run.name.replace(" ", "-") + ".png"
+def file_name(run: Run, index: int = 0, seed: Optional[int] = None) -> str:
+    """A picture's file: a value's first seed "delta-0.1.png", its later ones "delta-0.1-seed4.png"."""
+    base = run.name.replace(" ", "-")
+    if index == 0:
+        return base + ".png"
+    return f"{base}-seed{run.settings.seed + index if seed is None else seed}.png"
 
 
-def outputs(runs: Sequence[Run]) -> List[str]:
+def outputs(runs: Sequence[Run], seeds: Sequence[int] = ()) -> List[str]:
     """The file names a sweep writes into its folder."""
-    return [file_name(r) for r in runs] + [SHEET, REPORT]
+    seeds = list(seeds) or [None]
+    return [file_name(r, i, s) for i, s in enumerate(seeds) for r in runs] + [SHEET, REPORT]
+
+
+def report_of(rows: Sequence[Row], prompt: str) -> dict:
+    """The rows as ``sweep.json`` keeps them (REPORT_SCHEMA): per value its numbers over the seeds, the fidelity's
+    mean, low, high and n, and each seed's own numbers and file."""
+    seeds = [s["seed"] for s in rows[0].seeds] if rows else []
+    out = []
+    for r in rows:
+        per_seed = [{"seed": s["seed"], "tokens_per_forward": s["record"]["stats"].get("mean_accepted_length"),
+                     "seconds": s["record"]["stats"].get("wall_seconds"), fidelity.KEY: s["score"], "file": s["file"]}
+                    for s in r.seeds]
+        out.append({"value": r.run.name, "settings": r.record["settings"], "tokens_per_forward": r.tokens_per_forward,
+                    "speedup": r.speedup, "seconds": r.seconds, **sweep_report.interval_fields(r.fidelity),
+                    "file": file_name(r.run), "seeds": per_seed})
+    return {"schema": REPORT_SCHEMA, "prompt": prompt, "seed": seeds[0] if seeds else None, "seeds": seeds,
+            "rows": out}
 
 
 def write(out: Path, rows: Sequence[Row], quality: bool, prompt: str, overwrite: bool) -> List[Path]:
-    """Each run's PNG (settings embedded), the contact sheet and the rows as JSON, into ``out``; the files.
-    A PNG already there is replaced only with ``overwrite`` (ExportError)."""
+    """Every picture's PNG (settings embedded), the contact sheet (each value's first seed) and the rows as JSON,
+    into ``out``; the files. A PNG already there is replaced only with ``overwrite`` (ExportError)."""
     out.mkdir(parents=True, exist_ok=True)
-    written = [save_png(out / file_name(r.run), r.image, r.record, overwrite=overwrite) for r in rows]
-    seed = rows[0].run.settings.seed if rows else None
+    written = [save_png(out / s["file"], s["image"], s["record"], overwrite=overwrite) for r in rows for s in r.seeds]
     sheet = contact_sheet([r.image for r in rows], [caption(r, quality) for r in rows],
-                          title=f"{prompt!r} - seed {seed}")
+                          title=f"{prompt!r} - {seeds_words(rows)}".replace("–", "-"))
     sheet_path = out / SHEET
     atomic_write(sheet_path, lambda tmp: sheet.save(tmp, format="PNG"))
     written.append(sheet_path)
-    report = {"schema": "lantern-studio-sweep-one/1", "prompt": prompt, "seed": seed,
-              "rows": [{"value": r.run.name, "settings": r.record["settings"], "tokens_per_forward": r.tokens_per_forward,
-                        "speedup": r.speedup, "seconds": r.seconds, fidelity.KEY: r.fidelity, "file": file_name(r.run)}
-                       for r in rows]}
-    written.append(sweep_report.write_json(report, out / REPORT))
+    written.append(sweep_report.write_json(report_of(rows, prompt), out / REPORT))
     return written
 
 
@@ -300,6 +368,9 @@ def add_arguments(sw: argparse.ArgumentParser) -> None:
     sw.add_argument("--k", default=None, metavar="K1,K2,…",
                     help="k values, comma-separated, e.g. 16,64,256 (default: the model's k); several values for "
                          "one of --delta and --k")
+    sw.add_argument("--seeds", type=int, default=fidelity.SWEEP_SEEDS, metavar="N",
+                    help=f"seeds a value (and vanilla), from --seed on (default {fidelity.SWEEP_SEEDS}: the fidelity is "
+                         "their mean with its 95%% interval; each seed is one more decode a value)")
     sw.add_argument("--out", required=True, metavar="DIR", help="folder for the PNGs, contact-sheet.png and sweep.json")
     sw.add_argument("--overwrite", action="store_true", help="replace what DIR holds from an earlier sweep")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -312,6 +383,7 @@ def run(args) -> int:
         check_prompt(args.prompt)
         deltas, ks = parse_values("--delta", args.delta), parse_values("--k", args.k)
         check_early(deltas, ks)
+        n_seeds = check_seeds(args.seeds)
     except (SweepError, PromptError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -324,10 +396,11 @@ def run(args) -> int:
         pipe = load_pipeline(args.model, device=pick_device(args.device), precision=args.precision)
         base = settings_from_args(pipe.defaults, argparse.Namespace(**{**vars(args), "k": None, "delta": None}))
         axis, runs = plan(base, deltas, ks, pipe.vocab_size)
-        bar = tqdm(total=pipe.gpt.block_size * len(runs), unit="tok", desc="sweep", file=sys.stderr,
+        seeds = seeds_of(runs[0].settings.seed, n_seeds)
+        bar = tqdm(total=pipe.gpt.block_size * len(runs) * len(seeds), unit="tok", desc="sweep", file=sys.stderr,
                    disable=args.quiet)
-        decoded = decode(pipe, args.prompt, runs, on_event=lambda ev: bar.update(len(ev.positions)),
-                                   on_run=lambda run: bar.set_description(run.name))
+        decoded = decode(pipe, args.prompt, runs, seeds, on_event=lambda ev: bar.update(len(ev.positions)),
+                         on_run=lambda run: bar.set_description(run.name))
         bar.close()
     except (SweepError, SettingsError, PromptError, CheckpointError, DeviceError, PrecisionError,
             DistributionError) as e:
@@ -345,7 +418,7 @@ def run(args) -> int:
         return 1
     if decoded[0]["record"].get("understood_as"):
         print(f"drew: {decoded[0]['record']['understood_as']}")
-    print(f"{pipe.name} · sweep of {axis} · seed {runs[0].settings.seed} · {pipe.precision}")
+    print(f"{pipe.name} · sweep of {axis} · {seeds_words(rows)} · {pipe.precision}")
     print(table(rows, quality))
     if not args.quiet:
         print(f"wrote {len(written)} files into {out} (contact sheet: {out / SHEET})")

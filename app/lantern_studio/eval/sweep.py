@@ -9,8 +9,13 @@ vanilla's seconds over the setting's seconds, end to end, with its IQR and
 range; tokens per target forward counts the prefill's forward; prompt fidelity
 (recogniser top-5 contains the prompt's subgroup) and a Fréchet distance to
 real held-out images come from the model folder's recogniser when it ships one
-(eval.bench.load_quality). Plain data in, plain data out: the rows name their
-fields as the bench's do, so what reads a bench report reads these.
+(eval.bench.load_quality). Where the manifest lines carry each picture's own
+prompt fidelity (the meter's probability, ``fidelity.KEY``: ``lantern-studio
+sweep`` passes it), a row also has its mean over the row's pictures (its seeds)
+with the 95 % interval of that mean (``fidelity_mean``, ``fidelity_low``,
+``fidelity_high``, ``fidelity_n``: ``fidelity.mean_interval``; null and 0
+without). Plain data in, plain data out: the rows name their fields as the
+bench's do, so what reads a bench report reads these.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from .. import fidelity
 from ..engine.decode_method import DecodeMethod
 from ..engine.files import atomic_write
 from ..reports import reference_of
@@ -37,7 +43,8 @@ ROW_FIELDS = (
     "speedup_median", "speedup_q25", "speedup_q75", "speedup_min", "speedup_max", "decode_speedup_median",
     "tokens_per_image", "target_forwards_per_image", "drafter_forwards_per_image", "mean_accepted_length",
     "acceptance_rate", "relaxed_share", "drafter_cost_share", "tokens_per_second",
-    "prompt_fidelity", "fidelity_delta", "frechet_distance", "per_prompt",
+    "prompt_fidelity", "fidelity_delta", "frechet_distance",
+    "fidelity_mean", "fidelity_low", "fidelity_high", "fidelity_n", "per_prompt",
 )
 #: The settings that make two images of one prompt and seed comparable (all but the decoding ones).
 PAIR_FIELDS = ("temperature", "top_k", "top_p", "cfg_scale", "greedy")
@@ -88,8 +95,16 @@ def summarise(name: str, family: str, changes: dict, keys: Sequence[str], entrie
         "planned": len(keys), "images": n, "pairs": len(ratios),
         **speed_fields(st, secs, dsecs, ratios, dratios),
         "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
+        **interval_fields(fidelity.mean_interval(fidelity.of_record(r) for r in rows)),
         "per_prompt": per_prompt,
     }
+
+
+def interval_fields(iv: Optional[fidelity.Interval]) -> dict:
+    """A row's per-picture prompt fidelity: the mean with its 95 % interval and how many pictures (0: none)."""
+    if iv is None:
+        return {"fidelity_mean": None, "fidelity_low": None, "fidelity_high": None, "fidelity_n": 0}
+    return {"fidelity_mean": iv.mean, "fidelity_low": iv.low, "fidelity_high": iv.high, "fidelity_n": iv.n}
 
 
 def add_quality(row: dict, rows_entries: Sequence[dict], quality, load_image: Callable[[dict], np.ndarray]) -> None:

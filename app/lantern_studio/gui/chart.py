@@ -1,10 +1,13 @@
-"""The trade-off chart: one point per finished run, coloured by δ, shaped by how it decoded.
+"""The trade-off chart: one point per decoding setting (its seeds' runs at their mean), coloured by δ, shaped
+by how it decoded.
 
 What a point is and where it goes is the studio model's (:mod:`..studio.tradeoff`): x = tokens per target
 forward, y = prompt fidelity in % (the studio's one quality measure, :mod:`lantern_studio.fidelity`) when
-the model has a recogniser, else the measured tokens per second. Neither axis changes meaning as runs
-arrive, and a point's marker (■ vanilla, ◆ exact speculative, ● LANTERN, ★ LANTERN++,
-▲ step bound: DecodeMethod.chart_group) never changes;
+the model has a recogniser, else the measured tokens per second, both the mean over the runs that differ
+only in their seed. While y is the fidelity, a point of several seeds carries a vertical bar, the 95 %
+interval of its mean, and a point of one seed is drawn hollow, a faint fill in a dotted ring (its interval is
+the whole 0–100 %: "1 seed" in its tooltip). Neither axis changes meaning as runs arrive, and a point's marker (■ vanilla, ◆ exact
+speculative, ● LANTERN, ★ LANTERN++, ▲ step bound: DecodeMethod.chart_group) never changes;
 a run's measured speed-up against its vanilla run (a Compare makes one) is in its tooltip. Axes start at
 0 with room above the largest value, so one point or a few read sensibly. Hover a point for its settings;
 click it to load its prompt and settings into the controls. After a restart the chart refills from the
@@ -17,8 +20,9 @@ from __future__ import annotations
 import math
 from typing import Iterable, List, Tuple
 
+import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QSize, Signal
+from PySide6.QtCore import QPointF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -48,13 +52,29 @@ def key_text(kinds) -> str:
 CURVE_COLOUR = QColor(240, 160, 48)  # a Sweep's line: the strip's chosen-cell orange
 
 
+def faint(colour: QColor, alpha: int = 60) -> QColor:
+    """``colour`` see-through: a one-seed point's fill."""
+    c = QColor(colour)
+    c.setAlpha(alpha)
+    return c
+
+
 def delta_colour(delta: float) -> QColor:
     """δ on a square-root scale (matching the slider): small values stay distinguishable."""
     return CMAP.map(math.sqrt(max(0.0, min(1.0, delta))), mode="qcolor")
 
 
-def describe_settings(s) -> str:
-    """A point's settings in one line, as the controls name them."""
+def seeds_text(seeds) -> str:
+    """"seed 3", "seeds 3, 4, 5", or "12 seeds" past five."""
+    seeds = list(dict.fromkeys(seeds))
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    return f"seeds {', '.join(map(str, seeds))}" if len(seeds) <= 5 else f"{len(seeds)} seeds"
+
+
+def describe_settings(s, seeds=None) -> str:
+    """A point's settings in one line, as the controls name them; ``seeds``: the seeds of its runs (default:
+    the settings' own)."""
     if s is None:
         return ""
     method = DecodeMethod.of(s)
@@ -67,7 +87,7 @@ def describe_settings(s) -> str:
         else:
             how += ", exact"
     sampling = "greedy" if s.greedy else f"T {s.temperature:g}, top-k {s.top_k}, top-p {s.top_p:g}"
-    return f"{how} · seed {s.seed} · CFG {s.cfg_scale:g} · {sampling}"
+    return f"{how} · {seeds_text(seeds or [s.seed])} · CFG {s.cfg_scale:g} · {sampling}"
 
 
 def axis_top(values, floor: float) -> float:
@@ -117,6 +137,11 @@ class TradeoffChart(QWidget):
         self.curve = pg.PlotDataItem(pen=pg.mkPen(CURVE_COLOUR, width=2))
         self.curve.setZValue(-1)
         self.plot.addItem(self.curve)
+        # the 95 % interval of a point's mean fidelity over its seeds (points of two seeds or more)
+        self.bars = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), top=np.zeros(0), bottom=np.zeros(0), beam=0.06,
+                                    pen=pg.mkPen("#c8c9d0", width=1.5))
+        self.bars.setZValue(-0.5)
+        self.plot.addItem(self.bars)
         self.scatter = pg.ScatterPlotItem(hoverable=True, tip=self._tip, hoverSize=16)
         self.scatter.sigClicked.connect(self._clicked)
         self.plot.addItem(self.scatter)
@@ -199,19 +224,28 @@ class TradeoffChart(QWidget):
         return len(pts)
 
     def _replot(self) -> None:
-        spots, xs, ys = [], [], []
+        spots, xs, ys, bars = [], [], [], []
         for placed in self.model.placed():
             p = placed.point
             xs.append(placed.x)
             ys.append(placed.y)
             colour = LAMBDA_COLOUR if p.lam is not None else delta_colour(p.delta)
+            # while y is the fidelity, one seed's point is hollow (its fill faint, its ring dotted): its interval
+            # is the whole range
+            lone = self.quality and placed.seeds == 1
+            if placed.error is not None:
+                bars.append((placed.x, placed.y, *placed.error))
+            seeds = [r.settings.seed for r in placed.runs] or [p.settings.seed]
             spots.append({
-                "pos": (placed.x, placed.y), "brush": pg.mkBrush(colour), "pen": pg.mkPen("#e8e8ee", width=1),
+                "pos": (placed.x, placed.y), "brush": pg.mkBrush(faint(colour)) if lone else pg.mkBrush(colour),
+                "pen": pg.mkPen("#e8e8ee", width=1.5, style=Qt.PenStyle.DotLine) if lone else pg.mkPen("#e8e8ee", width=1),
                 "symbol": SYMBOLS.get(p.kind, "o"), "size": 13,
-                "data": {"tip": self.model.tip(p, describe_settings(p.settings)), "prompt": p.prompt,
+                "data": {"tip": self.model.tip(placed, describe_settings(p.settings, seeds)), "prompt": p.prompt,
                          "settings": p.settings},
             })
         self.scatter.setData(spots)
+        cols = [np.array(c, dtype=float) for c in zip(*bars)] if bars else [np.zeros(0)] * 4
+        self.bars.setData(x=cols[0], y=cols[1], bottom=cols[2], top=cols[3])
         curve = self.model.curve_placed()
         self.curve.setData([x for x, _ in curve], [y for _, y in curve])
         x_top = axis_top(xs, 2.0)
@@ -228,8 +262,12 @@ class TradeoffChart(QWidget):
         self.plot.getAxis("bottom").setToolTip(X_HELP)
         self.plot.getAxis("left").setToolTip(fidelity.HELP if self.quality else Y_SPEED_HELP)
         hidden = m.hidden
+        # (a hollow point, one seed, is said in the tooltip: one more entry here wraps the key at 1920×1080)
         self.key_label.setText(key_text(p.kind for p in m.points) + (f" · {hidden} unscored" if hidden and self.quality else
                                       f" · {hidden} unmeasured" if hidden else ""))
         self.key_label.setToolTip(f"{X_HELP}.\n{fidelity.HELP if self.quality else Y_SPEED_HELP}.\n"
-                                  "A point's shape says how it decoded; its tooltip gives the speed-up against its "
-                                  "vanilla run once a Compare has measured one. Hover a point for its settings.")
+                                  "Runs that differ only in their seed are one point, at their mean"
+                                  + ("; its bar is the 95 % interval of the mean fidelity, and a hollow point is "
+                                     "one seed (its interval is the whole 0–100 %)" if self.quality else "")
+                                  + ". A point's shape says how it decoded; its tooltip gives the speed-up against "
+                                  "its vanilla run once a Compare has measured one. Hover a point for its settings.")

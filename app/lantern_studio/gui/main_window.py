@@ -18,7 +18,6 @@ from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
-from .. import fidelity
 from ..engine.settings import GenerationSettings
 from ..export import target_forwards
 from ..models import BUNDLED_NAME, TINY_DEMO, installed_previews, is_bundled, model_defaults
@@ -358,7 +357,7 @@ class MainWindow(WindowLayout):
             self.show_error(f"This image's replay cannot be shown: {err}", topic="history")
             return
         self.canvas.show_frame(frame)
-        self.stats.update_live(frame, fidelity.of_record(self.finished_record or {}))
+        self.stats.update_live(frame, self.finished_record or {})
         self.studio.canvas_finished = frame.final
         where = "done" if frame.final else f"step {step + 1} / {rec.steps}"
         self.canvas.set_status(f"replay: {where} · %v / %m tokens · {target_forwards(frame.target_forwards)} "

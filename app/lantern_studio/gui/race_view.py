@@ -2,7 +2,9 @@
 clock and its tokens per forward. Each lane decodes live while its half runs (the halves run one after
 the other in the one worker thread, so each wall time is its own); once both are done the race replays
 on ONE clock from the recorded per-step times (:mod:`..studio.race`), so the faster lane visibly finishes
-first, and the speed ratio is shown. It owns no decisions: the window says what to show."""
+first, and the speed ratio is shown. Each lane's finished line gives its prompt fidelity where the model
+has a meter, marked "1 seed" (a Compare races one seed: :mod:`..studio.compare`). It owns no decisions: the
+window says what to show."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Dict, Optional
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from .. import fidelity
 from ..export import target_forwards
 from . import theme
 from .canvas import ImageView, to_qimage
@@ -23,6 +26,12 @@ from ..studio.compare import LANTERN, VANILLA, ComparePair
 from ..studio.race import Race
 
 TICK_MS = 16
+
+
+def _ended(half) -> str:
+    """A finished lane's numbers: its wall time, and its fidelity over the one seed it ran ("fid 62% (1 seed)")."""
+    iv = half.fidelity
+    return f"{half.wall:.2f} s" + ("" if iv is None else f" · fid {fidelity.format_interval(iv)}")
 
 
 class RaceLane(QWidget):
@@ -166,9 +175,10 @@ class RaceView(QWidget):
         self.pair = pair
         for half in pair.halves:
             lane = self.lanes[half.side]
-            lane.set_state(f"done · {half.wall:.2f} s · %v / %m tokens")
+            lane.set_state(f"done · {_ended(half)} · %v / %m tokens")
         self.ratio.setText(pair.headline())
-        self.ratio.setToolTip(pair.explain())
+        quality = pair.quality_words()
+        self.ratio.setToolTip(pair.explain() + (f"\n\n{quality}" if quality else ""))
         self.race = Race.of(pair.vanilla.result.recording, pair.lantern.result.recording) if pair.can_race else None
         self.race_button.setEnabled(self.race is not None)
         if self.race is not None:
@@ -219,7 +229,7 @@ class RaceView(QWidget):
             if not lane.done:
                 state = "%v / %m tokens"
             else:
-                state = ("finished first · " if half.side == winner else "done · ") + f"{half.wall:.2f} s"
+                state = ("finished first · " if half.side == winner else "done · ") + _ended(half)
             self.lanes[half.side].show_frame(frame, lane.seconds, state)
         if all(lane.done for lane in lanes):
             self.stop()

@@ -13,7 +13,7 @@ from ..export import target_forwards
 from .elided_label import ElidedLabel
 from ..studio.jobs import LOAD_KEY, RECOGNISED_KEY, Frame, JobResult
 from ..studio.compare import ComparePair, Half
-from ..studio.verdict import busy_words, load_of, verdict_tip, verdict_words
+from ..studio.verdict import busy_words, fidelity_field, fidelity_words, load_of, verdict_tip, verdict_words
 
 VALUE_ROOM = "16384 / 16384"  # each number's room in the grid; a longer one ends in "…" (its tooltip: all of it)
 
@@ -24,13 +24,14 @@ FIELDS = (
     ("mal", "Accepted len"),
     ("relaxed", "Relaxed"),
     ("wall", "Wall time"),
-    ("fidelity", "Fidelity"),  # the note under the numbers says what the recogniser saw, in words
+    ("fidelity", "Fidelity"),  # the note under the numbers says what the meter saw, in words
 )
 FIELD_TIPS = {
     "forwards": "Target model forward passes, the prefill included: one per decoding step (the PNG's \"Steps\")",
     "mal": "Mean accepted length: tokens fixed per target forward",
     "relaxed": "Share of tokens accepted only thanks to LANTERN's relaxation",
-    "fidelity": fidelity.HELP[0].upper() + fidelity.HELP[1:],
+    "fidelity": fidelity.HELP[0].upper() + fidelity.HELP[1:] + " (where the meter was not calibrated on labelled "
+                "pictures: the asked emoji's rank among those the model draws, no percentage)",
 }
 
 
@@ -87,7 +88,9 @@ class StatsPanel(QWidget):
         lay.addWidget(self.compare_box)
         self.last_speedup: Optional[float] = None
 
-    def _set(self, tokens=None, total=None, tps=None, forwards=None, mal=None, relaxed=None, wall=None, score=None):
+    def _set(self, tokens=None, total=None, tps=None, forwards=None, mal=None, relaxed=None, wall=None,
+             quality: str = "—"):
+        """The grid's numbers; ``quality``: the Fidelity field's text (studio/verdict.fidelity_field)."""
         v = self.values
         v["tokens"].setText("—" if tokens is None else f"{tokens} / {total}")
         v["tps"].setText(_fmt(tps, ".1f"))
@@ -95,7 +98,7 @@ class StatsPanel(QWidget):
         v["mal"].setText(_fmt(mal, ".2f"))
         v["relaxed"].setText("—" if relaxed is None else f"{relaxed:.0%}")
         v["wall"].setText(_fmt(wall, ".2f", " s"))
-        v["fidelity"].setText(fidelity.format_value(score))
+        v["fidelity"].setText(quality)
 
     def _note(self, text: str, tip: str) -> None:
         self.run_label.setText(text)
@@ -111,13 +114,13 @@ class StatsPanel(QWidget):
         where = f" at {fixed} / {total} tokens" if fixed is not None and total else ""
         self._note(f"{how} #{job.id}{where} · seed {job.settings.seed} · idle", job.label())
 
-    def update_live(self, f: Frame, score: Optional[float] = None) -> None:
-        """A frame's numbers (a live decode or a replayed step); ``score``: the finished image's fidelity,
-        shown once the frame is the final one (a replay that reached the end)."""
+    def update_live(self, f: Frame, record: Optional[dict] = None) -> None:
+        """A frame's numbers (a live decode or a replayed step); ``record``: the finished image's record, whose
+        fidelity (or rank) is shown once the frame is the final one (a replay that reached the end)."""
         fixed = f.decisions[f.decisions != 255]
         relaxed = float((fixed == 2).mean()) if fixed.size else None
         self._set(f.n_fixed, f.total, f.tokens_per_second, target_forwards(f.target_forwards), f.mean_accepted_length, relaxed,
-                  f.elapsed, score if f.final else None)
+                  f.elapsed, fidelity_field(record) if f.final and record else "—")
 
     def show_record(self, record: dict, decisions, title: str) -> None:
         """A history entry's numbers, as they were when it was made (clicking it restores them with it)."""
@@ -130,28 +133,25 @@ class StatsPanel(QWidget):
         forwards = num("target_forwards", int)
         size = decisions.size if decisions is not None else None
         relaxed = float((decisions == 2).mean()) if decisions is not None and decisions.size else None
-        score = fidelity.of_record(record)
         self._set(num("tokens", int), size or num("tokens", int), num("tokens_per_second", (int, float)),
                   target_forwards(forwards), num("mean_accepted_length", (int, float)), relaxed,
-                  num("wall_seconds", (int, float)), score)
-        self._note(title + (f" · {fidelity.NAME} {fidelity.format_value(score)}" if score is not None else "")
-                   + self._words(record), title + self._tip(record))
+                  num("wall_seconds", (int, float)), fidelity_field(record))
+        self._note(title + self._words(record), title + self._tip(record))
 
     def show_result(self, r: JobResult) -> None:
         s = r.stats
         relaxed = float((r.decisions == 2).mean()) if r.decisions.size else None
+        record = {RECOGNISED_KEY: r.verdict, fidelity.KEY: r.score, LOAD_KEY: None if r.load is None else list(r.load)}
         self._set(s.get("tokens"), r.decisions.size, s.get("tokens_per_second"), target_forwards(s.get("target_forwards", 0)),
-                  s.get("mean_accepted_length"), relaxed, s.get("wall_seconds"), r.score)
+                  s.get("mean_accepted_length"), relaxed, s.get("wall_seconds"), fidelity_field(record))
         note = f"Done #{r.job.id} · seed {r.job.settings.seed}"
-        if r.score is not None:
-            note += f" · {fidelity.NAME} {fidelity.format_value(r.score)}"
-        record = {RECOGNISED_KEY: r.verdict, LOAD_KEY: None if r.load is None else list(r.load)}
         self._note(note + self._words(record), r.job.label() + self._tip(record))
 
     @staticmethod
     def _words(record: dict) -> str:
-        """What the recogniser saw and whether the machine was busy, for the note under the numbers."""
-        parts = [verdict_words(record), busy_words(load_of(record))]
+        """Where the asked emoji ranks, the prompt fidelity where the meter is calibrated (or the record has no
+        verdict) and whether the machine was busy, for the note under the numbers."""
+        parts = [verdict_words(record), fidelity_words(record), busy_words(load_of(record))]
         return "".join(f" · {p}" for p in parts if p)
 
     @staticmethod
@@ -166,15 +166,16 @@ class StatsPanel(QWidget):
 
     @staticmethod
     def _compare_text(half: Half) -> str:
-        r = half.result
-        s = r.stats
+        s = half.result.stats
+        quality = half.fidelity_words()  # one seed a side: "prompt fidelity 62% (1 seed)"
         return (f"{half.name}: {s['wall_seconds']:.2f} s · {target_forwards(s['target_forwards'])} fwd"
-                + ("" if r.score is None else f" · {fidelity.NAME} {fidelity.format_value(r.score)}"))
+                + (f" · {quality}" if quality else ""))
 
     def show_compare(self, pair: ComparePair) -> float:
-        """A finished Compare's numbers: each half's time and forwards, the ratio."""
+        """A finished Compare's numbers: each half's time, forwards and fidelity (one seed), the ratio."""
         for text, half in zip(self.compare_texts, pair.halves):
             text.setText(self._compare_text(half))
+            text.setToolTip(pair.quality_words())
         self.speedup_label.setText(pair.summary())
         self.speedup_label.setToolTip(pair.explain())
         self.last_speedup = pair.speedup

@@ -1,4 +1,5 @@
-"""The window's Sweep: Generate ▸ Sweep δ and Sweep k, the strip under the canvas (``gui/sweep_view.py``), and the
+"""The window's Sweep: Generate ▸ Sweep δ and Sweep k (and Generate ▸ Sweep seeds, how many seeds each value
+gets: :data:`..studio.sweep.SEEDS` by default), the strip under the canvas (``gui/sweep_view.py``), and the
 worker's answers forwarded to the sweep's state (:mod:`..studio.sweep`), which decides what the strip and the
 chart's curve show.
 
@@ -14,13 +15,16 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import QMenu
 
 from ..studio.events import QueueChanged
 from ..studio.jobs import Frame, Job, JobResult
 from ..studio.display import jsonable
-from ..studio.sweep import AXES, SYMBOL, SweepSet, value_text
+from ..studio.sweep import AXES, SEEDS, SYMBOL, SweepSet, value_text
 from .sweep_view import SweepStrip
+
+SEED_CHOICES = (1, SEEDS, 5, 8)  # Generate ▸ Sweep seeds: one decode each is about 0.5–1 s on the bundled model
 
 MENU_TEXT = {
     "delta": "Sweep δ (0, ½, 1, 1.5, 2.5 × the slider's δ, and vanilla)",
@@ -43,11 +47,26 @@ class SweepControl(QObject):
                     if a.menu() is not None and window.cancel_action in a.menu().actions())
         for axis in AXES:
             act = QAction(MENU_TEXT[axis], window)
-            act.setToolTip(f"Decode the prompt and seed at a ladder of {SYMBOL[axis]} values around the slider's, "
-                           "plus one vanilla run: a strip of pictures and a curve on the chart")
+            act.setToolTip(f"Decode the prompt at a ladder of {SYMBOL[axis]} values around the slider's, plus vanilla, "
+                           "at a few seeds each (Sweep seeds): a strip of pictures and a curve on the chart")
             act.triggered.connect(lambda _=False, axis=axis: self.start(axis))
             menu.insertAction(window.cancel_action, act)
             self.actions[axis] = act
+        self.seeds = SEEDS
+        self.seed_actions = {}
+        seeds_menu = QMenu("Sweep seeds", menu)
+        seeds_menu.setToolTipsVisible(True)
+        group = QActionGroup(seeds_menu)
+        for n in sorted(set(SEED_CHOICES)):
+            act = QAction(f"{n} seed{'' if n == 1 else 's'} per value" + (" (default)" if n == SEEDS else ""),
+                          seeds_menu, checkable=True, checked=n == SEEDS)
+            act.setToolTip("The mean fidelity of a value over its seeds, with its 95 % interval; each seed is one "
+                           "more decode per value (about 0.5–1 s each on the bundled model)")
+            act.triggered.connect(lambda _=False, n=n: self.set_seeds(n))
+            group.addAction(act)
+            seeds_menu.addAction(act)
+            self.seed_actions[n] = act
+        menu.insertMenu(window.cancel_action, seeds_menu)
         menu.insertSeparator(window.cancel_action)
         self.strip.chosen.connect(self.choose)
         window.canvas.overlay.toggled.connect(self.strip.set_overlay)
@@ -61,6 +80,12 @@ class SweepControl(QObject):
         window.session.events.subscribe(QueueChanged, lambda _e: self._queue_changed())
 
     # ------------------------------------------------------------------ the request
+    def set_seeds(self, n: int) -> None:
+        """Generate ▸ Sweep seeds: how many seeds the next sweep draws of every value."""
+        self.seeds = int(n)
+        if n in self.seed_actions:
+            self.seed_actions[n].setChecked(True)
+
     def start(self, axis: str) -> Optional[SweepSet]:
         """Generate ▸ Sweep δ / k: the vanilla run and the ladder's rungs queued back to back as one group."""
         w = self.window
@@ -70,10 +95,9 @@ class SweepControl(QObject):
             return None
         # one path for every run, as a Compare's (a compile that ends mid-sweep must not split it), each run
         # warming it untimed first: the speed-ups compare decoding only. Its seed joins the session's seeds
-        sweep = w.session.sweep(axis, *asked)
+        sweep = w.session.sweep(axis, *asked, seeds=self.seeds)
         if sweep is None:
             return None
-        settings = sweep.jobs[0].settings
         self.sweep = sweep
         self.strip.fit(w.height())
         self.strip.start(sweep, info.grid ** 2 if info is not None else 0)
@@ -82,7 +106,7 @@ class SweepControl(QObject):
         values = ", ".join(f"{v:g}" for v in sweep.values)
         waits = f" · waiting for the model ({w.session.loading})" if w.session.loading else ""
         w.statusBar().showMessage(f"{sweep.title} queued: vanilla, then {SYMBOL[axis]} = {values} "
-                                  f"(seed {settings.seed}){waits}")
+                                  f"({sweep.seeds_words()}){waits}")
         return sweep
 
     # ------------------------------------------------------------------ the worker's answers
@@ -98,7 +122,7 @@ class SweepControl(QObject):
 
     def _frame(self, f: Frame) -> None:
         rung = self.sweep.rung_of(f.job_id) if self.sweep is not None else None
-        if rung is not None:
+        if rung is not None and rung.job.id == f.job_id:  # the strip shows each rung's first seed
             self.strip.show_frame(rung.index, f)
 
     def _finished(self, r: JobResult) -> None:

@@ -1,6 +1,6 @@
-"""A Sweep as a strip of pictures under the canvas: the vanilla run, then one picture per rung of the ladder,
-each captioned with its value, tokens per forward, speed-up against the vanilla run and the recogniser's
-verdict, and filled in while it decodes. A small window gets the compact strip (each picture at 1× with its
+"""A Sweep as a strip of pictures under the canvas: the vanilla run, then one picture per rung of the ladder (its
+first seed's), each captioned with its value, tokens per forward, speed-up against the vanilla run and the prompt
+fidelity over its seeds (the mean, then its 95 % interval and seed count), and filled in while it decodes. A small window gets the compact strip (each picture at 1× with its
 caption beside it), a tall one the pictures at 2× under their captions; the strip scrolls sideways where the
 canvas column is too narrow for every picture with its caption whole. Clicking a finished one asks the window to make it the current
 picture (``chosen``); ✕ hides the strip. It owns no decisions: the sweep's state (:mod:`..studio.sweep`) says what
@@ -18,7 +18,9 @@ from ..studio.jobs import Frame
 from .picture_cell import PictureCell
 from ..studio.sweep import SweepSet
 
-LINES = 4  # a caption's lines: the value; tokens per forward; speed-up (of decoding); fidelity
+LINES = 5  # a caption's lines: the value; tokens per forward; speed-up (of decoding); fidelity; its interval
+COMPACT_LINES = 4  # beside a 1× picture: the fidelity and its interval share the last line (a fifth made the
+# compact strip taller than a small window can spare)
 # A window less tall than this (px) gets the compact strip: each picture at 1× with its caption beside it, so
 # that the canvas keeps most of the column (captions over the pictures took 40 % of it at 900×600); a taller
 # window gets the pictures at 2× with their captions over them, all six side by side at 1920×1080
@@ -27,7 +29,8 @@ PICTURE_SMALL, PICTURE_LARGE = 68, 132  # the pictures' height: a 64-px picture 
 CELL_LEAST = QSize(48, 40)
 # the widest caption lines a rung gets (its value is shorter): its caption is at least this wide, and the strip
 # scrolls sideways where the canvas column is narrower than all of them
-WIDEST_LINES = ("0.00 tok/fwd", "decoding 00.00×", "fid 100%")
+WIDEST_LINES = ("0.00 tok/fwd", "decoding 00.00×", "fid 100%", "00–100%, 3 seeds")
+COMPACT_WIDEST = "fid 100% · 00–100%, 3 seeds"  # the compact strip's fidelity line (it scrolls sideways)
 
 
 def compact(window_height: int) -> bool:
@@ -36,9 +39,10 @@ def compact(window_height: int) -> bool:
 
 
 class SweepCell(PictureCell):
-    """One rung: its caption lines over its picture, or beside it (``compact``)."""
+    """One rung: its caption lines over its picture, or beside it (``compact``); ``quality``: the model has a
+    meter, so the caption has the fidelity's lines to make room for."""
 
-    def __init__(self, index: int, compact: bool = False, parent=None):
+    def __init__(self, index: int, compact: bool = False, parent=None, quality: bool = True):
         super().__init__(index, parent)
         lay = QBoxLayout(QBoxLayout.Direction.LeftToRight if compact else QBoxLayout.Direction.TopToBottom, self)
         lay.setContentsMargins(3, 2, 3, 3)
@@ -47,14 +51,17 @@ class SweepCell(PictureCell):
         text.setContentsMargins(0, 0, 0, 0)
         text.setSpacing(0)
         self.lines: List[ElidedLabel] = []
-        for i in range(LINES):
+        self.compact = compact
+        for i in range(COMPACT_LINES if compact else LINES):
             line = ElidedLabel("")
             line.setObjectName("" if i == 0 else "muted")
             text.addWidget(line)
             self.lines.append(line)
         for line in self.lines:
             line.ensurePolished()  # the theme's font, not the default one, measures the captions
-        widest = max(line.fontMetrics().horizontalAdvance(t) for t in WIDEST_LINES for line in self.lines) + 8
+        # the fidelity's lines only where the model has a meter: a strip without them keeps its narrower cells
+        lines = WIDEST_LINES + ((COMPACT_WIDEST,) if compact else ()) if quality else WIDEST_LINES[:2]
+        widest = max(line.fontMetrics().horizontalAdvance(t) for t in lines for line in self.lines) + 8
         # its least size is what every new picture keeps it at (ImageView sets its minimum to ``least``)
         self.view.least = QSize(PICTURE_SMALL, PICTURE_SMALL) if compact else QSize(CELL_LEAST.width(), PICTURE_LARGE)
         self.view.setMinimumSize(self.view.least)
@@ -76,7 +83,10 @@ class SweepCell(PictureCell):
         return "\n".join(line.text() for line in self.lines if line.text())
 
     def set_caption(self, text: str, tip: str) -> None:
-        parts = text.split("\n")[:LINES]
+        """The state's caption lines; beside a picture (compact), those past the fourth join it with " · "."""
+        parts = text.split("\n")
+        room = len(self.lines)
+        parts = parts[:room - 1] + [" · ".join(parts[room - 1:])] if len(parts) > room else parts
         for i, line in enumerate(self.lines):
             line.setText(parts[i] if i < len(parts) else "")
         self.setToolTip(tip)
@@ -127,7 +137,7 @@ class SweepStrip(QWidget):
                 old.deleteLater()
         self.cells = []
         for rung in sweep.rungs:
-            cell = SweepCell(rung.index, self.compact)
+            cell = SweepCell(rung.index, self.compact, quality=sweep.quality)
             cell.clicked.connect(self.chosen)
             cell.view.overlay = self._overlay
             self.row.addWidget(cell, 0 if self.compact else 1)

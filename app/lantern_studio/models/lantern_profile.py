@@ -6,6 +6,15 @@ curve. ``lantern-studio bench … --write-profile`` measures the ladders (eval/b
 keeps them in the model folder as ``lantern_profile.json``; the studio reads it here and says, on
 the sliders, what each rung did on this model and from where the pictures break.
 
+A rung's quality is the mean prompt fidelity over the pictures it was measured on with the 95 % interval of
+that mean (``fidelity``, ``fidelity_interval`` [low, high] as the bench's rows keep it, over ``fidelity_n``
+pictures, else the rung's ``images``, else the profile's: ``fidelity.mean_interval``; vanilla's as
+``vanilla_fidelity``, ``vanilla_fidelity_interval`` and ``vanilla_fidelity_n``), and the sliders say it so
+("prompt fidelity 62% (48–76%, 32 seeds)"): one number without its spread read as a difference where 32
+pictures cannot tell one. Profiles written before the interval was kept have ``fidelity`` alone (the share of
+pictures whose judge's top 5 held what was asked): they still read, their figures said as before
+("recognised 66%") with no interval. The bench writes the fields with :func:`fidelity_fields`.
+
 A profile is advice, never needed: a missing file is no profile, a damaged or hostile one is
 ignored with one line naming what was wrong, and the model still loads.
 """
@@ -18,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .. import fidelity as fid
 from ..engine.files import atomic_write  # the one atomic writer
 
 PROFILE_FILE = "lantern_profile.json"
@@ -32,13 +42,35 @@ class ProfileError(ValueError):
     """A lantern_profile.json that cannot be used: the message names what was wrong."""
 
 
+def fidelity_fields(iv: Optional[fid.Interval], key: str = "fidelity") -> dict:
+    """What a profile keeps of a mean fidelity (``key``: "fidelity" for a rung, "vanilla_fidelity" for a ladder's
+    vanilla): the mean under ``key``, its 95 % interval as ``key``_interval [low, high] (as the bench's rows keep
+    it) and the pictures it is over as ``key``_n; the mean alone (null) without one."""
+    if iv is None:
+        return {key: None}
+    return {key: iv.mean, f"{key}_interval": [iv.low, iv.high], f"{key}_n": iv.n}
+
+
+def quality_text(mean: Optional[float], iv: Optional[fid.Interval]) -> str:
+    """A measured fidelity in words: "prompt fidelity 62% (48–76%, 32 seeds)" with its interval, "recognised
+    66%" from a profile written before intervals were kept (its judge's top-5 share), "" when unmeasured."""
+    if iv is not None:
+        return f"{fid.NAME} {fid.format_interval(iv)}"
+    return "" if mean is None else f"recognised {mean:.0%}"
+
+
 @dataclass(frozen=True)
 class Rung:
     value: float  # δ or k (0 = exact decoding)
     tokens_per_forward: Optional[float]
     relaxed_share: Optional[float]
-    fidelity: Optional[float]
+    fidelity: Optional[float]  # the mean over the pictures measured (an old profile: the judge's top-5 share)
     fidelity_change: Optional[float]  # against vanilla, as a fraction (−0.1 = 10 points worse)
+    interval: Optional[fid.Interval] = None  # the mean's 95 % interval; None in a profile written before it
+
+    @property
+    def quality(self) -> str:
+        return quality_text(self.fidelity, self.interval)
 
 
 @dataclass(frozen=True)
@@ -49,6 +81,19 @@ class Ladder:
     breaks_at: Optional[float]
     break_drop: float
     vanilla_fidelity: Optional[float]
+    vanilla_interval: Optional[fid.Interval] = None
+
+    @property
+    def vanilla_quality(self) -> str:
+        """Vanilla's measured fidelity in words (quality_text), without its name when it has an interval."""
+        if self.vanilla_interval is not None:
+            return fid.format_interval(self.vanilla_interval)
+        return "" if self.vanilla_fidelity is None else f"{self.vanilla_fidelity:.0%}"
+
+    @property
+    def intervals(self) -> bool:
+        """Whether its fidelities come with their intervals (a profile written since they are kept)."""
+        return any(r.interval is not None for r in self.rungs)
 
     @property
     def symbol(self) -> str:
@@ -108,17 +153,17 @@ class LanternProfile:
         sym, other = lad.symbol, lad.fixed_text
         if lad.breaks_at is not None and value >= lad.breaks_at:
             worst = next(r for r in lad.rungs if r.value == lad.breaks_at)
-            seen = "" if worst.fidelity is None else f": recognised {worst.fidelity:.0%}"
+            seen = "" if worst.fidelity is None else f": {worst.quality}"
             return (f"⚠ On this model pictures break from {sym} {lad.breaks_at:g} "
-                    f"(measured at {other}{seen}" + (f" against vanilla's {lad.vanilla_fidelity:.0%}"
-                                                     if lad.vanilla_fidelity is not None else "") + ").")
+                    f"(measured at {other}{seen}" + (f" against vanilla's {lad.vanilla_quality}"
+                                                     if lad.vanilla_quality else "") + ").")
         below = [r for r in lad.rungs if r.value <= value]
         if not below:
             return ""
         r = below[-1]
         parts = [f"{r.tokens_per_forward:.2f} tokens/forward" if r.tokens_per_forward is not None else None,
                  f"{r.relaxed_share:.0%} relaxed" if r.relaxed_share else None,
-                 f"recognised {r.fidelity:.0%}" if r.fidelity is not None else None]
+                 r.quality or None]
         tail = (f"; pictures break from {sym} {lad.breaks_at:g}" if lad.breaks_at is not None
                 else "; no measured rung broke the pictures")
         return f"Measured on this model at {sym} {r.value:g} ({other}): " + ", ".join(p for p in parts if p) + tail + "."
@@ -130,17 +175,18 @@ class LanternProfile:
         if lad is None:
             return ""
         sym, other = lad.symbol, lad.fixed_text
+        what = ("prompt fidelity: the meter's mean probability over the pictures, with its 95 % interval"
+                if lad.intervals else "recognised: the judge's top 5 holds what was asked")
         lines = [f"On this model (measured {self.measured}, {other}, {self.sampling_text()}"
-                 + (f", {self.images} images" if self.images else "")
-                 + "; recognised: the judge's top 5 holds what was asked):"]
+                 + (f", {self.images} images" if self.images else "") + f"; {what}):"]
         for r in lad.rungs:
             tpf = "—" if r.tokens_per_forward is None else f"{r.tokens_per_forward:.2f}"
-            fid = "—" if r.fidelity is None else f"{r.fidelity:.0%}"
             rel = "" if not r.relaxed_share else f", {r.relaxed_share:.0%} relaxed"
-            lines.append(f"  {sym} {r.value:g}: {tpf} tokens/forward{rel}, recognised {fid}")
+            lines.append(f"  {sym} {r.value:g}: {tpf} tokens/forward{rel}, " + (r.quality or ("recognised —" if not lad.intervals else f"{fid.NAME} —")))
         if lad.breaks_at is not None:
-            lines.append(f"Pictures break from {sym} {lad.breaks_at:g} (recognised {lad.break_drop:.0%} or more "
-                         f"below vanilla's {lad.vanilla_fidelity:.0%})." if lad.vanilla_fidelity is not None
+            measure = "its mean fidelity" if lad.intervals else "recognised"
+            lines.append(f"Pictures break from {sym} {lad.breaks_at:g} ({measure} {lad.break_drop:.0%} or more "
+                         f"below vanilla's {lad.vanilla_quality})." if lad.vanilla_fidelity is not None
                          else f"Pictures break from {sym} {lad.breaks_at:g}.")
         else:
             lines.append(f"No rung measured broke the pictures ({lad.break_drop:.0%} below vanilla).")
@@ -163,7 +209,28 @@ def _text(x, where: str, limit: int = 200) -> str:
     return x
 
 
-def _ladder(knob: str, d) -> Ladder:
+def _interval(d: dict, key: str, where: str, images: Optional[int]) -> Optional[fid.Interval]:
+    """The 95 % interval kept beside ``d[key]`` (``key``_interval: [low, high], over ``key``_n pictures, else the
+    rung's ``images``, else the profile's), or None where the profile has none (one written before intervals were
+    kept); a malformed or inconsistent one is a ProfileError."""
+    pair = d.get(f"{key}_interval")
+    if pair is None:
+        return None
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise ProfileError(f"{where}.{key}_interval must be [low, high]")
+    mean = _num(d.get(key), f"{where}.{key}", 0, 1, none=False)
+    low = _num(pair[0], f"{where}.{key}_interval[0]", 0, 1, none=False)
+    high = _num(pair[1], f"{where}.{key}_interval[1]", 0, 1, none=False)
+    n = next((v for v in (d.get(f"{key}_n"), d.get("images") if key == "fidelity" else None, images)
+              if v is not None), None)
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 < n < 10**6:
+        raise ProfileError(f"{where}.{key}_n must be a positive whole number (the pictures its interval is over)")
+    if not low <= mean <= high:
+        raise ProfileError(f"{where}: {key}_interval must hold {key} (low <= {key} <= high)")
+    return fid.Interval(mean, low, high, n)
+
+
+def _ladder(knob: str, d, images: Optional[int] = None) -> Ladder:
     where = f"ladders.{knob}"
     if not isinstance(d, dict):
         raise ProfileError(f"{where} must be an object")
@@ -184,7 +251,8 @@ def _ladder(knob: str, d) -> Ladder:
                           _num(r.get("tokens_per_forward"), f"{w}.tokens_per_forward", 0, 1e6),
                           _num(r.get("relaxed_share"), f"{w}.relaxed_share", 0, 1),
                           _num(r.get("fidelity"), f"{w}.fidelity", 0, 1),
-                          _num(r.get("fidelity_change"), f"{w}.fidelity_change", -1, 1)))
+                          _num(r.get("fidelity_change"), f"{w}.fidelity_change", -1, 1),
+                          _interval(r, "fidelity", w, images)))
     values = [r.value for r in rungs]
     if values != sorted(set(values)):
         raise ProfileError(f"{where}.rungs must rise in {knob}, each value once")
@@ -193,7 +261,8 @@ def _ladder(knob: str, d) -> Ladder:
         raise ProfileError(f"{where}.breaks_at must be one of its rungs")
     return Ladder(knob, _num(fixed[other], f"{where}.fixed.{other}", 0, 1.0 if other == "delta" else 1e6, none=False),
                   tuple(rungs), breaks, _num(d.get("break_drop", 0.1), f"{where}.break_drop", 0, 1, none=False),
-                  _num(d.get("vanilla_fidelity"), f"{where}.vanilla_fidelity", 0, 1))
+                  _num(d.get("vanilla_fidelity"), f"{where}.vanilla_fidelity", 0, 1),
+                  _interval(d, "vanilla_fidelity", where, images))
 
 
 def parse_profile(data) -> LanternProfile:
@@ -213,7 +282,7 @@ def parse_profile(data) -> LanternProfile:
     if images is not None and (isinstance(images, bool) or not isinstance(images, int) or not 0 < images < 10**6):
         raise ProfileError("images must be a positive whole number")
     return LanternProfile(_text(data.get("measured", ""), "measured", 40), _text(data.get("machine", ""), "machine"),
-                          samp, images, {k: _ladder(k, ladders[k]) for k in KNOBS if k in ladders})
+                          samp, images, {k: _ladder(k, ladders[k], images) for k in KNOBS if k in ladders})
 
 
 def read_profile(folder) -> tuple:

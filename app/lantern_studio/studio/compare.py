@@ -6,7 +6,13 @@ The ratio compares decoding only. Both halves decode on one path (``path``: both
 fixed when the Compare is asked for, so a compile that finishes between the halves cannot split them),
 and each half first warms its own path with a few untimed steps (``Job.warm``): the first Compare of a
 session once reported 8.65× because vanilla's path warmed up for 17–28 s inside its clock. The warm-up
-times are kept apart (``Half.warm``) and said beside the ratio, never counted in it."""
+times are kept apart (``Half.warm``) and said beside the ratio, never counted in it.
+
+A Compare races one seed: the race replays two decodes of one picture, and its point is the speed of the same
+decode, vanilla against the settings (a second seed would double the wait, and a third triple it, for a ratio the
+first seed already measures well). Its quality is therefore one picture per side, and is said so: each half's
+prompt fidelity is the mean over the seeds it ran (``fidelity.mean_interval``: one seed, its interval the whole
+0–100 %), written "62% (1 seed)"; Sweep draws several seeds of a setting for a mean with a useful interval."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from .. import fidelity
 from ..engine.decode_method import DecodeMethod
 from ..export import target_forwards
 from .jobs import Job, JobResult
@@ -54,6 +61,16 @@ class Half:
     def warm(self) -> Optional[float]:
         """Seconds this half's untimed warm-up took before its clock started (None: none ran)."""
         return None if self.result is None else self.result.warm_seconds
+
+    @property
+    def fidelity(self) -> Optional[fidelity.Interval]:
+        """Its prompt fidelity over the seeds it ran (one: the interval is the whole 0–100 %); None unscored."""
+        return None if self.result is None else fidelity.mean_interval([self.result.score])
+
+    def fidelity_words(self) -> str:
+        """"prompt fidelity 62% (1 seed)"; "" when the half is not done or was not scored."""
+        iv = self.fidelity
+        return "" if iv is None else f"{fidelity.NAME} {fidelity.format_interval(iv)}"
 
 
 @dataclass
@@ -135,6 +152,16 @@ class ComparePair:
                 f"sampling, one after the other, {self.path_words} (Generate ▸ Compiled decoding). Each half first "
                 "warmed its own decode path with a few untimed steps, so a first-use warm-up (loading, compiling a "
                 "step shape) is not in the ratio" + (f" ({warm})." if warm else "."))
+
+    def quality_words(self) -> str:
+        """Each half's prompt fidelity over the seed it ran, and why one seed: "" when neither was scored."""
+        parts = [f"{h.side if h.side == VANILLA else h.name} {fidelity.format_interval(h.fidelity)}"
+                 for h in self.halves if h.fidelity is not None]
+        if not parts:
+            return ""
+        return (f"{fidelity.NAME[0].upper()}{fidelity.NAME[1:]}: " + ", ".join(parts) + ". A Compare races one seed: "
+                "one picture a side says little of either setting's quality (its 95 % interval is the whole 0–100 %); "
+                "Sweep δ or k draws several seeds of each value for a mean with its interval.")
 
     def summary(self) -> str:
         """The ratio in words, once both halves are done."""

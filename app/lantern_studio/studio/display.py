@@ -19,7 +19,7 @@ from ..engine.settings import GenerationSettings
 from .jobs import Frame, Job, JobResult
 from .compare import COMPILED, EAGER, LANTERN, ROLES, VANILLA, ComparePair
 from .queue import QueueState
-from .sweep import SweepSet
+from .sweep import SEEDS as SWEEP_SEEDS, SweepSet
 from .variations import COUNT as VARIATIONS
 from .variations import ROLE as VARIATION_ROLE
 from .variations import Cell, VariationSet, fresh_seeds
@@ -94,11 +94,11 @@ class Studio:
         return pair
 
     def submit_sweep(self, axis: str, prompt: str, settings: GenerationSettings, values: List, model: Optional[str],
-                     quality: bool = False, path: str = EAGER) -> SweepSet:
-        """Sweep δ / k: the vanilla run and one job per value of ``axis``, queued back to back as one group
-        (Esc stops them together), all on ``path`` and each warming it untimed first (state/sweep.py); their
-        seed joins the session's, so a later Generate ×4 never draws it."""
-        sweep = SweepSet.of(next(self._groups), axis, prompt, settings, values, model, quality, path)
+                     quality: bool = False, path: str = EAGER, seeds: int = SWEEP_SEEDS) -> SweepSet:
+        """Sweep δ / k: the vanilla run and one job per value of ``axis`` at each of ``seeds`` seeds, queued back
+        to back as one group (Esc stops them together), all on ``path`` and each warming it untimed first
+        (state/sweep.py); their seeds join the session's, so a later Generate ×4 never draws them."""
+        sweep = SweepSet.of(next(self._groups), axis, prompt, settings, values, model, quality, path, seeds)
         for job in sweep.jobs:
             self._queue(job)
         return sweep

@@ -37,7 +37,7 @@ from .history_store import Entry, HistoryStore
 from .jobs import Frame, Job, JobResult, ModelInfo
 from .preferences import KeyValueStore, StudioPreferences
 from .replay import recording_of
-from .sweep import SweepSet, ladder, problem
+from .sweep import SEEDS as SWEEP_SEEDS, SweepSet, ladder, problem
 from .sweep import ROLE as SWEEP_ROLE
 from .variations import ROLE as VARIATION_ROLE
 from .variations import VariationSet
@@ -149,8 +149,10 @@ class StudioSession:
         self._queued([c.job for c in v.cells], f"Generate ×4 queued: seeds {', '.join(map(str, seeds))}{waits}")
         return v
 
-    def sweep(self, axis: str, prompt: str, settings: GenerationSettings) -> Optional[SweepSet]:
-        """Sweep δ / k: the vanilla run and the ladder's rungs, one group, on one path, each warmed first."""
+    def sweep(self, axis: str, prompt: str, settings: GenerationSettings, seeds: int = SWEEP_SEEDS
+              ) -> Optional[SweepSet]:
+        """Sweep δ / k: the vanilla run and the ladder's rungs at ``seeds`` seeds each, one group, on one path,
+        each warmed first."""
         s = self.checked(prompt, settings)
         if s is None:
             return None
@@ -160,7 +162,7 @@ class StudioSession:
             return None
         has_score = bool(self.model_info is not None and self.model_info.has_score)
         sweep = self.display.submit_sweep(axis, prompt.strip(), s, ladder(axis, s, self.vocab), self.model_spec,
-                                          has_score, self.decode_path())
+                                          has_score, self.decode_path(), seeds)
         self._dispatch()
         self._queued(list(sweep.jobs))
         return sweep

@@ -1,7 +1,15 @@
-"""Sweep δ and Sweep k: the current prompt and seed decoded at a ladder of values of one setting around the
-slider's, plus one vanilla run of the same seed (the baseline each rung's speed-up is measured against), one
-after the other in the one worker thread; shown as a strip of captioned pictures under the canvas
+"""Sweep δ and Sweep k: the current prompt decoded at a ladder of values of one setting around the slider's,
+plus vanilla runs of the same seeds (the baseline each rung's speed-up is measured against), one after the
+other in the one worker thread; shown as a strip of captioned pictures under the canvas
 (``gui/sweep_view.py``) and as one curve on the trade-off chart.
+
+Every rung (the vanilla one too) is drawn at several seeds, :data:`SEEDS` by default (``fidelity.SWEEP_SEEDS``:
+one picture says nothing of the next, and three are what a person waits for), the seed shown first, then the
+ones after it (:func:`sweep_seeds`). The strip shows each rung's first seed's picture; its caption and tooltip
+and the chart's curve give the prompt fidelity's mean over the rung's seeds with its 95 % interval
+(``fidelity.mean_interval``), and the speed-up is the median over seeds of the vanilla run's wall time over the
+rung's, seed by seed. The jobs queue seed by seed (every rung's first seed, then every rung's second, …), so
+the strip fills in at the first seed's pace and the numbers firm up as the later seeds end.
 
 The ladder, around the slider's setting ``v`` (the one definition; the README and the menu's tooltip say it):
 
@@ -11,17 +19,19 @@ The ladder, around the slider's setting ``v`` (the one definition; the README an
 * k: v/4, v/2, v, 2·v, 4·v, rounded to whole numbers and clipped to [1, V−1] (V the codebook size), repeats
   dropped. k = 0 (exact) sweeps around :data:`K_FROM_ZERO`.
 
-The vanilla run goes first, so each rung's speed-up (vanilla's wall time over the rung's, same prompt, seed and
-sampling) is known the moment the rung ends. As a Compare's halves (``state/compare.py``), every job of a sweep
+The vanilla run goes first in each seed's round, so each rung's speed-up (vanilla's wall time over the rung's,
+same prompt, seed and sampling) is known the moment the rung ends. As a Compare's halves (``state/compare.py``), every job of a sweep
 decodes on one path (``path``: eager or compiled, fixed when the sweep is asked for, so a compile that ends
 mid-sweep cannot split it) and first warms that path with a few untimed steps (``Job.warm``): the speed-ups
-compare decoding only, never the vanilla path's first-use warm-up (17–28 s on the real studio). A set knows which job is which rung, how far each got, its history
-row once saved, the picture a person chose, and the curve's points (the rungs' trade-off points in ladder order;
-the vanilla run is a point of its own, not on the curve).
+compare decoding only, never the vanilla path's first-use warm-up (17–28 s on the real studio). A set knows
+which job is which rung and seed (a :class:`Draw`), how far each got, its history row once saved, the picture a
+person chose, and the curve's points (the rungs' trade-off points in ladder order, every seed's: the chart
+places a rung's seeds as one point at their mean; the vanilla runs are a point of their own, not on the curve).
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
@@ -46,6 +56,19 @@ K_FROM_ZERO = 16  # the k ladder's centre when k is 0
 # what a caption's speed-up compares: wall times of decoding, warm-ups not in them ("decoding 1.62×"; short, so
 # that six captions fit side by side at 1920×1080; the title and the tooltips say "decoding only")
 SPEED_WORDS = "decoding"
+SEEDS = fidelity.SWEEP_SEEDS  # seeds a value (and the vanilla run) by default
+MAX_SEEDS = 16  # a sweep of five values and vanilla at 16 seeds is 96 decodes: more is no sweep to wait for
+SEED_TOP = 2**63  # seeds fit in 64 bits (engine/settings.py)
+
+
+def sweep_seeds(seed: int, n: int) -> List[int]:
+    """The ``n`` seeds a sweep draws: ``seed`` first (the one shown), then the ones after it (before it where
+    they would pass the largest seed), so the same seed and count always draw the same pictures."""
+    if not 1 <= int(n) <= MAX_SEEDS:
+        raise ValueError(f"seeds per value must be in [1, {MAX_SEEDS}], got {n}")
+    seed = int(seed)
+    step = 1 if seed + n <= SEED_TOP else -1
+    return [seed + step * i for i in range(int(n))]
 
 
 def delta_ladder(delta: float) -> List[float]:
@@ -99,32 +122,18 @@ def value_text(axis: str, value) -> str:
 
 
 @dataclass
-class Rung(JobCell):
-    index: int  # its place in the strip: 0 is the vanilla run, then the ladder ascending
-    value: Optional[float]  # the swept setting's value; None for the vanilla run
-    job: Job  # state, result, record, entry_id and done: a JobCell's (state/job_cells.py)
+class Draw(JobCell):
+    """One seed of a rung: its job (state, result, record, entry_id and done: a JobCell's, state/job_cells.py)."""
 
-    @property
-    def vanilla(self) -> bool:
-        return self.value is None
+    job: Job
 
     @property
     def wall(self) -> Optional[float]:
         return None if self.result is None else float(self.result.stats["wall_seconds"])
 
     @property
-    def tokens_per_forward(self) -> Optional[float]:
-        """Tokens per target forward, the prefill's forward included (as the chart's x and the bench's)."""
-        return None if self.result is None else float(self.result.stats["mean_accepted_length"])
-
-    @property
-    def score(self) -> Optional[float]:
-        return None if self.result is None else self.result.score
-
-    @property
-    def warm(self) -> Optional[float]:
-        """Seconds its untimed warm-up took before its clock started (None: none ran, or not done)."""
-        return None if self.result is None else self.result.warm_seconds
+    def seed(self) -> int:
+        return int(self.job.settings.seed)
 
     @property
     def path(self) -> Optional[str]:
@@ -132,6 +141,85 @@ class Rung(JobCell):
         if self.result is None:
             return None
         return COMPILED if int(self.result.stats.get("compiled_forwards") or 0) > 0 else EAGER
+
+
+@dataclass
+class Rung:
+    """One value of the ladder (or the vanilla run) at every seed of the sweep; the strip shows its first seed's
+    picture (its state, result, record and history row are that draw's)."""
+
+    index: int  # its place in the strip: 0 is the vanilla run, then the ladder ascending
+    value: Optional[float]  # the swept setting's value; None for the vanilla run
+    draws: List[Draw]  # one per seed, the seed shown first
+
+    @property
+    def first(self) -> Draw:
+        return self.draws[0]
+
+    @property
+    def job(self) -> Job:
+        return self.first.job
+
+    @property
+    def state(self) -> str:
+        return self.first.state
+
+    @property
+    def result(self):
+        return self.first.result
+
+    @property
+    def record(self) -> Optional[dict]:
+        return self.first.record
+
+    @property
+    def entry_id(self) -> Optional[int]:
+        return self.first.entry_id
+
+    @property
+    def done(self) -> bool:
+        return self.first.done
+
+    @property
+    def vanilla(self) -> bool:
+        return self.value is None
+
+    @property
+    def finished(self) -> List[Draw]:
+        """Its draws that are done, in seed order."""
+        return [d for d in self.draws if d.done]
+
+    @property
+    def wall(self) -> Optional[float]:
+        """The first seed's decode seconds."""
+        return self.first.wall
+
+    @property
+    def tokens_per_forward(self) -> Optional[float]:
+        """Tokens per target forward, the prefill's forward included (as the chart's x and the bench's), the
+        mean over its finished seeds."""
+        values = [float(d.result.stats["mean_accepted_length"]) for d in self.finished]
+        return statistics.fmean(values) if values else None
+
+    @property
+    def score(self) -> Optional[float]:
+        """The first seed's fidelity."""
+        return None if self.result is None else self.result.score
+
+    @property
+    def fidelity(self) -> Optional[fidelity.Interval]:
+        """The mean fidelity over its finished seeds with its 95 % interval (None: none was scored)."""
+        return fidelity.mean_interval(d.result.score for d in self.finished)
+
+    @property
+    def warm(self) -> Optional[float]:
+        """Seconds its first seed's untimed warm-up took before its clock started (None: none ran, or not done)."""
+        return None if self.result is None else self.result.warm_seconds
+
+    @property
+    def path(self) -> Optional[str]:
+        """The path its first seed decoded on, as it ran (compiled steps made some of its forwards, or none)."""
+        return self.first.path
 
 
 @dataclass
@@ -146,25 +234,33 @@ class SweepSet(JobCells):
 
     @classmethod
     def of(cls, group: int, axis: str, prompt: str, settings: GenerationSettings, values: Sequence,
-           model: Optional[str] = None, quality: bool = False, path: str = EAGER) -> "SweepSet":
-        """The jobs of a sweep of ``axis`` over ``values``: the vanilla run of ``settings`` (no drafter, the
-        same seed and sampling), then one job per value with ``settings`` changed only there; every one on
-        ``path`` and warming it untimed before its clock starts (the module's docstring)."""
+           model: Optional[str] = None, quality: bool = False, path: str = EAGER, seeds: int = SEEDS) -> "SweepSet":
+        """The jobs of a sweep of ``axis`` over ``values`` at ``seeds`` seeds (:func:`sweep_seeds` from the
+        settings' seed): the vanilla runs of ``settings`` (no drafter, the same seeds and sampling), then the
+        runs of each value with ``settings`` changed only there; every one on ``path`` and warming it untimed
+        before its clock starts (the module's docstring)."""
         cast = float if axis == DELTA else int
         path = COMPILED if path == COMPILED else EAGER
+        drawn = sweep_seeds(settings.seed, seeds)
 
-        def job(s: GenerationSettings) -> Job:
-            return Job(prompt, s, model, ROLE, group, steps=path, warm=True)
+        def rung(index: int, value, s: GenerationSettings) -> Rung:
+            return Rung(index, value, [Draw(Job(prompt, s.with_(seed=seed), model, ROLE, group, steps=path, warm=True))
+                                       for seed in drawn])
 
-        rungs = [Rung(0, None, job(settings.with_(drafter="none")))]
+        rungs = [rung(0, None, settings.with_(drafter="none"))]
         for i, v in enumerate(values, 1):
-            rungs.append(Rung(i, cast(v), job(settings.with_(**{axis: cast(v)}))))
+            rungs.append(rung(i, cast(v), settings.with_(**{axis: cast(v)})))
         return cls(group, axis, prompt, rungs, quality, path=path)
 
     @property
+    def seeds(self) -> List[int]:
+        """The seeds every rung draws, the one shown first."""
+        return [d.seed for d in self.baseline.draws]
+
+    @property
     def jobs(self) -> List[Job]:
-        """Every job of the sweep, in the order they are queued (the vanilla run first)."""
-        return [r.job for r in self.rungs]
+        """Every job of the sweep, in the order they are queued: seed by seed, each seed's vanilla run first."""
+        return [d.job for d in self._cells()]
 
     @property
     def values(self) -> list:
@@ -178,46 +274,83 @@ class SweepSet(JobCells):
     def title(self) -> str:
         return f"Sweep {SYMBOL[self.axis]}"
 
-    def _cells(self) -> List[Rung]:
-        return self.rungs
+    def _cells(self) -> List[Draw]:
+        """Every draw, seed by seed (each seed's round: the vanilla run, then the ladder)."""
+        return [r.draws[i] for i in range(len(self.baseline.draws)) for r in self.rungs]
 
     def rung_of(self, job_id: int) -> Optional[Rung]:
-        return self._cell_of(job_id)
+        """The rung whose draws hold job ``job_id`` (None: not this sweep's)."""
+        return next((r for r in self.rungs if any(d.job.id == job_id for d in r.draws)), None)
 
-    # running, ended, started, finished, stopped, saved and choose: a JobCells' (state/job_cells.py)
+    def _rung_of_draw(self, draw: Optional[Draw]) -> Optional[Rung]:
+        return None if draw is None else self.rung_of(draw.job.id)
+
+    # the worker's answers change a draw (a JobCells' bookkeeping, state/job_cells.py); they answer its rung
+    def started(self, job: Job) -> Optional[Rung]:
+        return self._rung_of_draw(super().started(job))
+
+    def finished(self, result, record: dict) -> Optional[Rung]:
+        return self._rung_of_draw(super().finished(result, record))
+
+    def stopped(self, job: Job, how: str) -> Optional[Rung]:
+        return self._rung_of_draw(super().stopped(job, how))
+
+    @property
+    def running(self) -> Optional[Rung]:
+        return self._rung_of_draw(super().running)
+
+    def choose(self, index: int) -> Optional[Rung]:
+        """A person clicked rung ``index``: it becomes the chosen one when its first seed is done (its picture
+        is the strip's); None (and nothing changes) when that is still decoding, stopped, or not a rung."""
+        if not 0 <= index < len(self.rungs) or not self.rungs[index].done:
+            return None
+        self.chosen = index
+        return self.rungs[index]
 
     def forget_unqueued(self, queued: Callable[[Job], bool]) -> List[Rung]:
-        """The waiting rungs whose jobs left the queue without running (Esc took the group off, Cancel all
-        emptied the queue) are cancelled; those rungs."""
-        return self._cancel_waiting(queued)
+        """The waiting draws whose jobs left the queue without running (Esc took the group off, Cancel all
+        emptied the queue) are cancelled; the rungs they were of, in strip order."""
+        gone = {id(d) for d in self._cancel_waiting(queued)}
+        return [r for r in self.rungs if any(id(d) in gone for d in r.draws)]
 
     # ------------------------------------------------------------------ numbers
     def speedup(self, rung: Rung) -> Optional[float]:
-        """The vanilla run's wall time over ``rung``'s (1 for the vanilla run itself); None until both are done."""
-        base = self.baseline
-        if not (rung.done and base.done) or not rung.wall:
-            return None
-        return base.wall / rung.wall
+        """The median over seeds of the vanilla run's wall time over ``rung``'s, seed by seed (1 for the vanilla
+        run itself); None until both the vanilla run and the rung are done at one seed."""
+        ratios = [v.wall / d.wall for v, d in zip(self.baseline.draws, rung.draws)
+                  if v.done and d.done and d.wall]
+        return statistics.median(ratios) if ratios else None
 
     def label(self, rung: Rung) -> str:
         return "vanilla" if rung.vanilla else value_text(self.axis, rung.value)
 
     def row(self, rung: Rung) -> dict:
-        """What the strip's caption and the command's table say of a rung: its value, tokens per forward,
-        speed-up against the vanilla run and the recogniser's verdict (None where unknown)."""
+        """What the strip's caption says of a rung: its value, tokens per forward, speed-up against the vanilla
+        runs and the prompt fidelity over its finished seeds (``fidelity`` the mean, ``fidelity_low`` and
+        ``fidelity_high`` its 95 % interval, ``fidelity_n`` the seeds; None where unknown), as the command's
+        report names them."""
+        iv = rung.fidelity
         return {"value": self.label(rung), "tokens_per_forward": rung.tokens_per_forward,
-                "speedup": self.speedup(rung), "fidelity": rung.score}
+                "speedup": self.speedup(rung), "fidelity": None if iv is None else iv.mean,
+                "fidelity_low": None if iv is None else iv.low, "fidelity_high": None if iv is None else iv.high,
+                "fidelity_n": 0 if iv is None else iv.n}
 
     def path_words(self) -> str:
         """Which path the sweep's runs decoded on, as its labels say it: "all eager", or "eager and
         compiled" when they differ (a compiled path asked for where compiling failed ran eagerly)."""
-        ran = sorted({r.path for r in self.rungs if r.done} or {self.path})
+        ran = sorted({d.path for d in self._cells() if d.done} or {self.path})
         return f"all {ran[0]}" if len(ran) == 1 else " and ".join(ran)
 
+    def seeds_words(self) -> str:
+        """"seed 1234", or "seeds 1234–1236" (the seed shown first)."""
+        seeds = self.seeds
+        return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
+
     def caption(self, rung: Rung, n_fixed: Optional[int] = None, total: Optional[int] = None) -> str:
-        """The rung's lines over its picture: its value; then how far it got, or, once done, its tokens per
-        forward, its speed-up against the vanilla run (decoding only: warm-ups are not in it) and the
-        recogniser's verdict (fidelity)."""
+        """The rung's lines over its picture (its first seed's): its value; then how far that got, or, once
+        done, the tokens per forward, the speed-up against the vanilla runs (decoding only: warm-ups are not in
+        it) and the prompt fidelity over its finished seeds: the mean on one line, its 95 % interval and seeds
+        on the next (``fidelity.format_interval``, split to fit a 90-px picture)."""
         head = self.label(rung)
         if rung.state == "running":
             return head + "\n" + progress_text(n_fixed, total)
@@ -228,50 +361,64 @@ class SweepSet(JobCells):
                  "—" if row["speedup"] is None else f"{SPEED_WORDS} {row['speedup']:.2f}×")
         lines = [head, f"{row['tokens_per_forward']:.2f} tok/fwd", speed]
         if self.quality:  # short: a strip picture may be 90 px wide (the tooltip says it in full)
-            lines.append(f"fid {fidelity.format_value(row['fidelity'])}")
+            mean, _, spread = fidelity.format_interval(rung.fidelity).partition(" (")
+            lines.append(f"fid {mean}")
+            if spread:
+                lines.append(spread.rstrip(")"))
         return "\n".join(lines)
 
     def tooltip(self, rung: Rung) -> str:
         """A rung's whole story, for the caption's tooltip."""
         method = DecodeMethod.of(rung.job.settings).label  # δ = 0 in a δ sweep is exact speculative, say so
-        lines = [f"{self.title} · {self.label(rung)} ({method}) · seed {rung.job.settings.seed}", f"state: {rung.state}"]
+        n = len(rung.draws)
+        lines = [f"{self.title} · {self.label(rung)} ({method}) · {self.seeds_words()}"
+                 + ("" if n == 1 else f" (the picture: seed {rung.first.seed})"),
+                 f"state: {rung.state}" + ("" if n == 1 else f" · {len(rung.finished)} of {n} seeds done")]
         if rung.done:
             row = self.row(rung)
-            lines.append(f"{row['tokens_per_forward']:.2f} tokens per target forward (the prefill's included)")
-            lines.append(f"{rung.wall:.2f} s decoding, {rung.path}" + (
+            lines.append(f"{row['tokens_per_forward']:.2f} tokens per target forward (the prefill's included)"
+                         + ("" if n == 1 else ", the mean over its seeds"))
+            lines.append(f"{rung.wall:.2f} s decoding, {rung.path}" + ("" if n == 1 else " (the picture's seed)") + (
                 "" if row["speedup"] is None or rung.vanilla else
-                f" · {row['speedup']:.2f}× the speed of the vanilla run (decoding only)"))
+                f" · {row['speedup']:.2f}× the speed of the vanilla run (decoding only)"
+                + ("" if n == 1 else ", the median over its seeds, each against vanilla at its own seed")))
             if rung.warm is not None:
                 lines.append(f"warm-up not counted: {rung.warm:.1f} s of untimed steps before its clock started")
             if self.quality:
-                lines.append(f"{fidelity.NAME} {fidelity.format_value(row['fidelity'])}: the recogniser's "
-                             "probability that the picture shows what the prompt asks for")
+                lines.append(f"{fidelity.NAME} {fidelity.format_interval(rung.fidelity)}: the meter's probability "
+                             "that the picture shows what the prompt asks for, the mean over the seeds with its "
+                             "95 % interval")
             lines.append("click: make it the current picture")
         return "\n".join(lines)
 
     def summary(self) -> str:
         """The strip's title line: what is swept, how far the set got, what a click or Esc does now."""
-        return (f"{self.title} (seed {self.baseline.job.settings.seed}) · speed-ups: decoding only, "
+        return (f"{self.title} ({self.seeds_words()}) · speed-ups: decoding only, "
                 f"{self.path_words()} · " + self.progress())
 
     def curve(self) -> List[TradeoffPoint]:
-        """The chart's curve: the finished rungs' trade-off points (from their records, as the chart places
-        every run), in ladder order; the vanilla run is not on it (it is its own point)."""
+        """The chart's curve: the finished runs' trade-off points (from their records, as the chart places
+        every run), every seed's, in ladder order (the chart joins a rung's seeds as one vertex at their
+        mean); the vanilla runs are not on it (they are their own point)."""
         points = []
         for r in self.rungs:
-            if r.vanilla or not r.done or r.record is None:
+            if r.vanilla:
                 continue
-            p = point_of(r.record, self.label(r), r.job.settings)
-            if p is not None:
-                points.append(p)
+            for d in r.finished:
+                p = None if d.record is None else point_of(d.record, self.label(r), d.job.settings)
+                if p is not None:
+                    points.append(p)
         return points
 
     def help(self) -> str:
-        return (f"{self.title}: the current prompt and seed decoded at a ladder of {SYMBOL[self.axis]} values around "
-                "the slider's, after one vanilla run of the same seed (the baseline of every speed-up). Every run "
+        n = len(self.seeds)
+        return (f"{self.title}: the current prompt decoded at a ladder of {SYMBOL[self.axis]} values around the "
+                + (f"slider's at {n} seeds ({self.seeds_words()}), after vanilla runs of the same seeds" if n > 1 else
+                   "slider's, after one vanilla run of the same seed")
+                + " (the baseline of every speed-up). Every run "
                 f"decodes {self.path_words()} and first warms its path with a few untimed steps, so a speed-up "
-                "compares decoding only (a first-use warm-up is not in it). Each picture says its value, tokens "
-                "per target forward, its speed-up against the vanilla run"
-                + (" and the recogniser's verdict" if self.quality else "")
+                "compares decoding only (a first-use warm-up is not in it). Each picture (the first seed's) says its "
+                "value, tokens per target forward, its speed-up against the vanilla run"
+                + (" and the prompt fidelity: the mean over the seeds with its 95 % interval" if self.quality else "")
                 + "; the chart joins the rungs as one curve. Click a finished one to make it the current picture. "
                 "Esc stops the running one and the waiting ones.")
