@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         chosen, source = choose_prompts(pipe, n, args.prompts, dataset, identities=True)
         chosen = [c for c in chosen for _ in range(args.seeds_per_prompt)]
         quality = load_quality(pipe.source.folder, dataset)
+        if pipe.scorer is not None and quality.recogniser is not None:
+            quality.meter = pipe.scorer.meter()  # the studio's own meter: calibrated, among the emoji it draws
         prompts = [c[0] for c in chosen]
         for p in dict.fromkeys(prompts):  # bad prompts (and a bad --style) fail now, not halfway through
             pipe.conditioner(p, pipe.defaults)

@@ -22,7 +22,10 @@ BREAK_DROP = 0.10  # fidelity this far below vanilla's (10 points) is a broken p
 
 
 def fidelity_of(row: dict) -> Optional[float]:
-    """The quality a rung is judged by: identity top-5 where the prompts name identities, else prompt fidelity."""
+    """The quality a rung is judged by: the meter's mean fidelity where the run has it (a row with
+    ``fidelity_interval``), else identity top-5 where the prompts name identities, else prompt fidelity."""
+    if row.get("fidelity_interval"):
+        return row.get("prompt_fidelity")
     top5 = row.get("identity_top5")
     return top5 if top5 is not None else row.get("prompt_fidelity")
 
@@ -78,9 +81,13 @@ def ladder(report: dict, vary: str, break_drop: float = BREAK_DROP) -> Optional[
             breaks = r["_value"]
         out.append({vary: r["_value"], "tokens_per_forward": r.get("mean_accepted_length"),
                     "relaxed_share": r.get("relaxed_share"), "fidelity": fid, "fidelity_change": drop,
-                    "speedup": r.get("speedup_median")})
+                    "fidelity_interval": r.get("fidelity_interval"), "fidelity_n": r.get("fidelity_n"),
+                    "recognised": r.get("identity_top1"),
+                    "images": r.get("images"), "speedup": r.get("speedup_median")})
     return {"vary": vary, "fixed": {("k" if vary == "delta" else "delta"): fixed}, "rungs": out,
-            "vanilla_fidelity": v_fid, "breaks_at": breaks, "break_drop": break_drop}
+            "vanilla_fidelity": v_fid, "vanilla_fidelity_interval": vanilla.get("fidelity_interval") if vanilla else None,
+            "vanilla_fidelity_n": vanilla.get("fidelity_n") if vanilla else None,
+            "breaks_at": breaks, "break_drop": break_drop}
 
 
 def profile(report: dict, break_drop: float = BREAK_DROP) -> Optional[dict]:
@@ -105,6 +112,10 @@ def profile(report: dict, break_drop: float = BREAK_DROP) -> Optional[dict]:
     }
 
 
+def _interval(iv) -> str:
+    return f" [{iv[0]:.0%}–{iv[1]:.0%}]" if iv else ""
+
+
 def describe(lad: dict) -> list:
     """The ladder as printed lines: one per rung, and where the picture breaks."""
     vary = lad["vary"]
@@ -115,7 +126,8 @@ def describe(lad: dict) -> list:
         tpf, rel, fid, ch = r["tokens_per_forward"], r["relaxed_share"], r["fidelity"], r["fidelity_change"]
         lines.append(f"  {sym} {r[vary]:<5g} {tpf if tpf is not None else float('nan'):5.2f} tokens/forward, "
                      f"relaxed {rel or 0:4.0%}, fidelity "
-                     + ("—" if fid is None else f"{fid:.0%}" + ("" if ch is None else f" ({ch * 100:+.0f} points)")))
+                     + ("—" if fid is None else f"{fid:.0%}" + _interval(r.get("fidelity_interval"))
+                        + ("" if ch is None else f" ({ch * 100:+.0f} points)")))
     b = lad["breaks_at"]
     lines.append(f"  pictures break from {sym} {b:g} ({lad['break_drop'] * 100:g}+ points below vanilla)" if b is not None
                  else f"  no rung fell {lad['break_drop'] * 100:g} points below vanilla")

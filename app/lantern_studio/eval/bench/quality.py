@@ -18,6 +18,7 @@ class Quality:
     """What the model folder / dataset offer for judging images."""
 
     recogniser: Any = None  # eval.metrics.Recogniser
+    meter: Any = None  # models.quality.Meter: the model folder's meter (identity judges on snapping models)
     real_features: Optional[np.ndarray] = None  # (N, F) features of real held-out images
     meta: Optional[list] = None  # dataset meta rows (prompt → subgroup lookups)
     real_source: Optional[str] = None

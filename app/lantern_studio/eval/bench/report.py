@@ -16,13 +16,20 @@ def _f(x, spec=".2f", none="—"):
     return none if x is None else format(x, spec)
 
 
+def _interval(iv) -> str:
+    return "—" if not iv else f"{iv[0]:.3f}–{iv[1]:.3f}"
+
+
 def format_table(report: dict) -> str:
     """The methods as an aligned plain-text table (plus the pick)."""
     head = ["method", "prec", "speed-up", "IQR", "min–max", "tok/fwd", "fwd/img", "accept", "relaxed", "drafter%",
             "fwd ms", "ovh ms", "s/img", "fidelity", "Δfid", "FD"]
+    intervals = any(r.get("fidelity_interval") for r in report["methods"])
+    if intervals:
+        head.insert(head.index("fidelity") + 1, "95% interval")
     ids = any(r.get("identity_top5") is not None for r in report["methods"])
     if ids:
-        head += ["id top-1", "id top-5"]
+        head += ["recognised", "id top-5"]
     varied = any(r.get("seeds_differ") is not None for r in report["methods"])
     if varied:
         head += ["seeds differ"]
@@ -40,6 +47,7 @@ def format_table(report: dict) -> str:
             _f(None if r["drafter_cost_share"] is None else 100 * r["drafter_cost_share"], ".0f"),
             _f(r.get("forward_ms_per_round"), ".2f"), _f(r.get("overhead_ms_per_round"), ".2f"),
             _f(r["seconds_median"], ".3f"), _f(r["prompt_fidelity"], ".3f"),
+        ] + ([_interval(r.get("fidelity_interval"))] if intervals else []) + [
             _f(r["fidelity_delta"], "+.3f"), _f(r["frechet_distance"], ".1f"),
         ] + ([_f(r.get("identity_top1"), ".3f"), _f(r.get("identity_top5"), ".3f")] if ids else [])
             + ([_f(r.get("seeds_differ"), ".2f")] if varied else []) + ([_f(r.get("step_tv_mean"), ".3f"), _f(r.get("step_tv_max"), ".3f"),
@@ -55,6 +63,9 @@ def format_table(report: dict) -> str:
                      + ("; TV mean / max: measured TV between a step's output distribution and the target's, "
                         "over the steps that decided a token; Σδ/img: the per-step bounds summed over an image "
                         "(a bound on the image's TV from the target only for the step bound)" if measured else "")
+                     + ("; fidelity: the quality meter's calibrated probability that a picture shows the asked "
+                        "emoji, the mean over the method's pictures with its 95 % interval; recognised: the share "
+                        "whose asked emoji the meter ranks first among the emoji the model draws" if intervals else "")
                      + ("; seeds differ: the share of prompts whose first two seeds are different pictures "
                         "(mean absolute pixel difference ≥ 12 of 255)" if varied else ""))
     pick = report.get("default_pick")
@@ -98,7 +109,8 @@ def write_pictures(report: dict, out_dir) -> dict:
     have_fid = any(r["prompt_fidelity"] is not None for r in methods)
     if have_fid:
         xs = [r["prompt_fidelity"] for r in methods]
-        x_label = "prompt fidelity (recogniser top-5)"
+        x_label = ("prompt fidelity (the quality meter's mean probability)"
+                   if any(r.get("fidelity_interval") for r in methods) else "prompt fidelity (recogniser top-5)")
     else:  # no recogniser: how much of the output the relaxation decided (1 = exact)
         xs = [None if r["relaxed_share"] is None and r["family"] != "vanilla"
               else 1.0 - (r["relaxed_share"] or 0.0) for r in methods]

@@ -18,7 +18,8 @@ METHOD_FIELDS = (
     "tokens_per_image", "target_forwards_per_image", "drafter_forwards_per_image",
     "mean_accepted_length", "acceptance_rate", "relaxed_share", "drafter_cost_share", "tokens_per_second",
     "rounds_per_image", "forward_ms_per_round", "overhead_ms_per_round",
-    "prompt_fidelity", "fidelity_delta", "frechet_distance", "identity_top1", "identity_top5",
+    "prompt_fidelity", "fidelity_interval", "fidelity_n", "fidelity_delta", "frechet_distance",
+    "identity_top1", "identity_top5",
     "seed_distance", "seeds_differ", "seed_pairs",
     "tv_budget_per_image", "step_tv_mean", "step_tv_max",
     "compiled", "compiled_share", "compile_seconds", "compiled_note",
@@ -27,7 +28,7 @@ METHOD_FIELDS = (
 #: Fields of each ``per_prompt`` row.
 PER_PROMPT_FIELDS = ("prompt_index", "prompt", "seed", "seconds", "decode_seconds", "speedup", "tokens",
                      "target_forwards", "drafter_forwards", "drafted", "accepted", "accepted_relaxed",
-                     "mean_accepted_length", "drafter_seconds", "identity_rank")
+                     "mean_accepted_length", "drafter_seconds", "identity_rank", "fidelity")
 #: Columns of the CSV (one row per method).
 CSV_FIELDS = tuple(f for f in METHOD_FIELDS if f not in ("settings", "per_prompt"))
 

@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ...fidelity import mean_interval
 from ...models.quality import seed_pairs, variety
 from ...reports import reference_of
 from ..metrics import frechet_distance, prompt_fidelity, wanted_ranks
@@ -69,9 +70,10 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
               subgroups: Optional[Sequence[Optional[str]]] = None, identities: Optional[Sequence] = None) -> dict:
     """One method's row of the report from its samples and vanilla's (same prompts, same order).
 
-    Quality: ``prompt_fidelity`` is subgroup top-5 (the recogniser's, or an
-    identity judge's summed per subgroup); with an identity judge and the
-    prompts' ``identities``, also ``identity_top1`` / ``identity_top5``."""
+    Quality: with the model's meter (an identity recogniser on a snapping model) and the prompts'
+    ``identities``, ``prompt_fidelity`` is the mean of the meter's calibrated probabilities over the
+    pictures with its interval (``fidelity_interval``), and ``identity_top1`` / ``identity_top5`` the
+    shares whose asked emoji it ranks first / in its first five; otherwise subgroup top-5."""
     st = [s.stats for s in samples]
     secs = [s.seconds for s in samples]
     dsecs = [s.stats.get("wall_seconds") or 0.0 for s in samples]
@@ -94,6 +96,7 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
             "accepted_relaxed": x.get("accepted_relaxed"), "mean_accepted_length": x.get("mean_accepted_length"),
             "drafter_seconds": x.get("drafter_seconds"),
             "identity_rank": None,  # with an identity judge: the best rank of a right identity (0 = first)
+            "fidelity": None,  # with the model's meter: its calibrated probability for this picture
         })
     row = {
         "name": method.name, "label": method.label, "family": method.family, "drafter": method.drafter,
@@ -106,7 +109,8 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
         "forward_ms_per_round": ratio(1e3 * total("target_seconds"), total("target_forwards")),
         "overhead_ms_per_round": ratio(1e3 * (wall - total("target_seconds") - total("drafter_seconds")
                                                - total("prefill_seconds")), total("target_forwards")),
-        "prompt_fidelity": None, "fidelity_delta": None, "frechet_distance": None,
+        "prompt_fidelity": None, "fidelity_interval": None, "fidelity_n": None, "fidelity_delta": None,
+        "frechet_distance": None,
         "identity_top1": None, "identity_top5": None,
         # how different the first two seeds of each prompt drawn at least twice are (models/quality.py)
         **seed_variety(samples),
@@ -119,22 +123,42 @@ def summarise(method: Method, samples: Sequence[Sample], vanilla: Sequence[Sampl
     }
     if quality is not None and quality.recogniser is not None and samples:
         images = np.stack([s.image for s in samples])
-        rec = quality.recogniser
-        if subgroups is not None:
-            labels = [_known(rec, sg, "subgroup") for sg in subgroups[:n]]
-            if any(sg is not None for sg in labels):
-                row["prompt_fidelity"] = prompt_fidelity(rec, images, labels, k=5)
-        if identities is not None and "identity" in rec.levels:
-            wanted = [_known(rec, ids, "identity") for ids in identities[:n]]
-            if any(w is not None for w in wanted):
-                ranks = wanted_ranks(rec, images, wanted, level="identity")
-                got = np.array([r for r in ranks if r is not None])
-                row["identity_top1"], row["identity_top5"] = float(np.mean(got < 1)), float(np.mean(got < 5))
-                for pp, r in zip(row["per_prompt"], ranks):
-                    pp["identity_rank"] = r  # 0: the judge's first choice is a right identity
+        rec, meter = quality.recogniser, quality.meter
+        if meter is not None and identities is not None and meter.level is None:
+            _judge_identities(row, meter, images, identities[:n])
+        else:  # no meter of a snapping model: the recogniser's subgroup top-5, and its identity ranks
+            if subgroups is not None:
+                labels = [_known(rec, sg, "subgroup") for sg in subgroups[:n]]
+                if any(sg is not None for sg in labels):
+                    row["prompt_fidelity"] = prompt_fidelity(rec, images, labels, k=5)
+            if identities is not None and "identity" in rec.levels:
+                wanted = [_known(rec, ids, "identity") for ids in identities[:n]]
+                if any(w is not None for w in wanted):
+                    ranks = wanted_ranks(rec, images, wanted, level="identity")
+                    got = np.array([r for r in ranks if r is not None])
+                    row["identity_top1"], row["identity_top5"] = float(np.mean(got < 1)), float(np.mean(got < 5))
+                    for pp, r in zip(row["per_prompt"], ranks):
+                        pp["identity_rank"] = r  # 0: the judge's first choice is a right identity
         if quality.real_features is not None and n >= 2:
             row["frechet_distance"] = frechet_distance(rec.features(images), quality.real_features)
     return row
+
+
+def _judge_identities(row: dict, meter, images: np.ndarray, identities: Sequence) -> None:
+    """The meter's fields of a method's row: ``prompt_fidelity`` (the mean of the pictures' calibrated
+    probabilities), its 95 % interval over the pictures, ``identity_top1`` (the share whose asked emoji the
+    meter ranks first among the emoji the model draws: recognised) and ``identity_top5``."""
+    keep = [i for i, ids in enumerate(identities) if ids and meter.knows(ids)]
+    if not keep:
+        return
+    judged = meter.judge(images[keep], [identities[i] for i in keep])
+    iv = mean_interval([j.probability for j in judged])
+    ranks = np.array([j.rank for j in judged])
+    row["prompt_fidelity"], row["fidelity_interval"], row["fidelity_n"] = iv.mean, [iv.low, iv.high], iv.n
+    row["identity_top1"], row["identity_top5"] = float(np.mean(ranks == 1)), float(np.mean(ranks <= 5))
+    for i, j in zip(keep, judged):
+        pp = row["per_prompt"][i]
+        pp["identity_rank"], pp["fidelity"] = j.rank - 1, j.probability  # rank 0: the meter's first choice
 
 
 def _known(rec, names, level: str):
