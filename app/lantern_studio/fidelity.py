@@ -54,13 +54,14 @@ def mean_interval(values: Iterable) -> "Interval | None":
     return Interval(m, max(0.0, m - half), min(1.0, m + half), n)
 
 
-def format_interval(iv: "Interval | None") -> str:
-    """'62% (48–76%, 4 seeds)'; one picture: '62% (1 seed)'; None: '—'."""
+def format_interval(iv: "Interval | None", unit: str = "seed") -> str:
+    """'62% (48–76%, 4 seeds)'; one picture: '62% (1 seed)'; None: '—'. ``unit``: what was counted ("seed", or
+    "picture" where the pictures are of several prompts)."""
     if iv is None:
         return "—"
     if iv.n == 1:
-        return f"{percent(iv.mean):.0f}% (1 seed)"
-    return f"{percent(iv.mean):.0f}% ({percent(iv.low):.0f}–{percent(iv.high):.0f}%, {iv.n} seeds)"
+        return f"{percent(iv.mean):.0f}% (1 {unit})"
+    return f"{percent(iv.mean):.0f}% ({percent(iv.low):.0f}–{percent(iv.high):.0f}%, {iv.n} {unit}s)"
 
 
 def percent(value) -> float:

@@ -126,10 +126,10 @@ def test_a_profile_with_intervals_says_each_rungs_mean_and_interval_and_an_old_o
     new = parse_profile(_with_intervals())
     rung = new.ladders["delta"].rungs[1]
     assert rung.fidelity == 0.62 and rung.interval == Interval(0.62, 0.48, 0.76, 32)
-    assert "prompt fidelity 62% (48–76%, 32 seeds)" in new.at("delta", 0.2)
+    assert "prompt fidelity 62% (48–76%, 32 pictures)" in new.at("delta", 0.2)
     assert "recognised" not in new.at("delta", 0.2)
     warning = new.at("delta", 1.0)
-    assert warning.startswith("⚠") and "12% (4–23%, 32 seeds)" in warning and "vanilla's 69% (55–81%, 32 seeds)" in warning
+    assert warning.startswith("⚠") and "12% (4–23%, 32 pictures)" in warning and "vanilla's 69% (55–81%, 32 pictures)" in warning
     assert "the meter's mean probability over the pictures, with its 95 % interval" in new.describe("delta")
     # a profile written before intervals were kept: its figures as before, no interval made up
     old = parse_profile(PROFILE)
@@ -168,8 +168,8 @@ def test_the_sliders_line_shows_the_measured_mean_and_interval(qtbot):
     try:
         c.set_model_info(_info(parse_profile(_with_intervals())))
         c.set_settings(_info().defaults)
-        assert "Measured on this model at δ 0.2 (k 64): 2.90 tokens/forward, prompt fidelity 62% (48–76%, 32 seeds)" \
+        assert "Measured on this model at δ 0.2 (k 64): 2.90 tokens/forward, prompt fidelity 62% (48–76%, 32 pictures)" \
             in c.guarantee.text()
-        assert "δ 0.2: 2.90 tokens/forward, prompt fidelity 62% (48–76%, 32 seeds)" in c.delta.toolTip()
+        assert "δ 0.2: 2.90 tokens/forward, prompt fidelity 62% (48–76%, 32 pictures)" in c.delta.toolTip()
     finally:
         c.match_line.shutdown()

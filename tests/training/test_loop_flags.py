@@ -18,7 +18,10 @@ EXPECTED = json.loads((Path(__file__).parent / "data" / "trainer_flags_8b77578.j
 #: flags a trainer gained since that commit, on purpose (model v5's objective; the tokenizer's colour runs)
 ADDED_SINCE = {"train ar": {"copy_targets", "copy_weight", "style_dropout", "equivalents", "clean_share",
                             "equivalent_inputs", "equivalent_weighting", "train_only", "reading_classes"},
-               "train vq": {"balance_hues", "colour_whiten"}}
+               "train vq": {"balance_hues", "colour_whiten"},
+               # the quality meter (issue 60): decoded-looking views, broken pictures, warm start, install
+               "train recogniser": {"degrade", "vq_views", "vq_views_images", "vq_share", "negatives", "init_from",
+                                    "into", "heldout_sheet"}}
 
 
 @pytest.mark.parametrize("name", [name for name, _ in TRAINERS])

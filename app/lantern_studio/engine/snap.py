@@ -427,7 +427,8 @@ class Match:
     def note(self) -> str:
         style = self.style.replace("-", " ")
         what = f"{self.name}{': ' + self.tone if self.tone else ''} · {style}"
-        line = f"{what} — matched from {self.prompt!r}, {self.similarity:.2f}"
+        # the score (similarity and keywords, plus the exact-name bonus) is shown on the similarity's 0-1 scale
+        line = f"{what} — matched from {self.prompt!r}, {min(self.similarity, 1.0):.2f}"
         if self.weak:
             line = f"the closest it can draw, {line}: a weak match"
         if self.outside:

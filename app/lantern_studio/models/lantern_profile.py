@@ -55,7 +55,7 @@ def quality_text(mean: Optional[float], iv: Optional[fid.Interval]) -> str:
     """A measured fidelity in words: "prompt fidelity 62% (48–76%, 32 seeds)" with its interval, "recognised
     66%" from a profile written before intervals were kept (its judge's top-5 share), "" when unmeasured."""
     if iv is not None:
-        return f"{fid.NAME} {fid.format_interval(iv)}"
+        return f"{fid.NAME} {fid.format_interval(iv, 'picture')}"
     return "" if mean is None else f"recognised {mean:.0%}"
 
 
@@ -87,7 +87,7 @@ class Ladder:
     def vanilla_quality(self) -> str:
         """Vanilla's measured fidelity in words (quality_text), without its name when it has an interval."""
         if self.vanilla_interval is not None:
-            return fid.format_interval(self.vanilla_interval)
+            return fid.format_interval(self.vanilla_interval, "picture")
         return "" if self.vanilla_fidelity is None else f"{self.vanilla_fidelity:.0%}"
 
     @property
