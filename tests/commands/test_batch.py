@@ -473,3 +473,22 @@ def test_ray_a_killed_worker_s_items_are_rendered_elsewhere(full_run, tiny_dir, 
     assert 1 <= sum(1 for ln in lines if ln["worker"] == killed[0]) <= 1 + batch_ray.IN_FLIGHT
     assert len(report["run"]["workers"]) == 3  # the two, and the fresh one that replaced the killed one
     assert _pngs(out) == _pngs(full_out)
+
+
+def test_a_sweep_on_the_bundled_model_reports_the_meter_over_its_pictures(tmp_path, capsys):
+    """Where runs are compared, quality is the meter's mean over the pictures with its interval (issue 60): each
+    line of the manifest carries the meter's probability, and each setting of the report their mean and 95 %
+    interval over its pictures."""
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("a red heart\n")
+    out = tmp_path / "out"
+    assert cli_main(["batch", str(prompts), "--out", str(out), "--seeds", "2", "--sweep", "delta=0.2",
+                     "--quiet"]) == 0
+    lines = [json.loads(x) for x in (out / MANIFEST).read_text().splitlines() if x.strip()]
+    assert lines and all(0.0 <= line["prompt_fidelity"] <= 1.0 for line in lines)
+    report = json.loads((out / "report.json").read_text())
+    rows = {r["name"]: r for r in report["methods"]}
+    lantern = next(r for name, r in rows.items() if "0.2" in name)
+    assert lantern["fidelity_n"] == 2
+    assert lantern["fidelity_low"] <= lantern["fidelity_mean"] <= lantern["fidelity_high"]
+    assert "meter (95%)" in capsys.readouterr().out

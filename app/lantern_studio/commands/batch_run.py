@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Optional
 
 import torch
 
+from .. import fidelity
 from ..engine.settings import GenerationSettings
 from ..export import save_png
 from ..models import load_pipeline
@@ -113,6 +114,8 @@ class Renderer:
                  "host": socket.gethostname(), "finished": time.time()}
         if it.subgroup is None:
             entry["subgroup"] = self._subgroup(it.prompt)
+        if pipe.scorer is not None:  # the meter's probability: the report's mean and interval per setting
+            entry[fidelity.KEY] = pipe.scorer(result.image, it.prompt)
         return {"key": it.key, "png": png, "entry": entry}
 
 

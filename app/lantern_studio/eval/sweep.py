@@ -161,9 +161,19 @@ def _f(x, spec=".2f", none="—"):
     return none if x is None else format(x, spec)
 
 
+def _meter_cell(r: dict) -> str:
+    if not r.get("fidelity_n"):
+        return "—"
+    return fidelity.format_interval(fidelity.Interval(r["fidelity_mean"], r["fidelity_low"], r["fidelity_high"],
+                                                      r["fidelity_n"]), "picture")
+
+
 def format_table(report: dict) -> str:
     head = ["setting", "images", "speed-up", "IQR", "tok/fwd", "fwd/img", "accept", "relaxed", "s/img",
             "fidelity", "Δfid", "FD"]
+    meter = any(r.get("fidelity_n") for r in report["methods"])
+    if meter:  # the meter's per-picture probabilities: their mean and 95 % interval per setting
+        head.insert(head.index("fidelity"), "meter (95%)")
     rows = []
     for r in report["methods"]:
         rows.append([
@@ -172,9 +182,9 @@ def format_table(report: dict) -> str:
             "—" if r["speedup_q25"] is None else f"{_f(r['speedup_q25'])}–{_f(r['speedup_q75'])}",
             _f(r["mean_accepted_length"]),
             _f(r["target_forwards_per_image"], ".1f"), _f(r["acceptance_rate"]), _f(r["relaxed_share"]),
-            _f(r["seconds_median"], ".3f"), _f(r["prompt_fidelity"], ".3f"), _f(r["fidelity_delta"], "+.3f"),
-            _f(r["frechet_distance"], ".1f"),
-        ])
+            _f(r["seconds_median"], ".3f")]
+            + ([_meter_cell(r)] if meter else [])
+            + [_f(r["prompt_fidelity"], ".3f"), _f(r["fidelity_delta"], "+.3f"), _f(r["frechet_distance"], ".1f")])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(c).ljust(w) if j == 0 else str(c).rjust(w) for j, (c, w) in enumerate(zip(row, widths)))
              for row in [head] + rows]
