@@ -73,11 +73,7 @@ class Meter:
     def probabilities(self, images) -> np.ndarray:
         """(B, classes): each class's probability, calibrated; with NONE, the rows sum to less than 1 (the
         rest is the chance the picture shows no emoji)."""
-        z = self.logits(images) / self.temperature
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        p = e / e.sum(axis=1, keepdims=True)
-        return p[:, : len(self.names)]
+        return tempered_softmax(self.logits(images), self.temperature)[:, : len(self.names)]
 
     def judge(self, images, asked: Sequence) -> list[Judgement]:
         """One :class:`Judgement` per picture of ``images`` ((B, H, W, 3) uint8) for its asked class: a
@@ -106,6 +102,14 @@ class Meter:
         return any(n in self.index for n in names)
 
 
+def tempered_softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """Row-wise softmax of ``logits / temperature`` (the meter's calibrated probabilities)."""
+    z = logits / temperature
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
 def fit_temperature(logits: np.ndarray, asked: Sequence[int], right: Sequence[bool],
                     grid: Sequence[float] = tuple(np.round(np.exp(np.linspace(np.log(0.25), np.log(8), 61)), 4))
                     ) -> float:
@@ -115,10 +119,7 @@ def fit_temperature(logits: np.ndarray, asked: Sequence[int], right: Sequence[bo
     rows = np.arange(len(y))
 
     def loss(t: float) -> float:
-        z = logits / t
-        z = z - z.max(axis=1, keepdims=True)
-        p = np.exp(z[rows, asked]) / np.exp(z).sum(axis=1)
-        p = np.clip(p, 1e-6, 1 - 1e-6)
+        p = np.clip(tempered_softmax(logits, t)[rows, asked], 1e-6, 1 - 1e-6)
         return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
 
     return float(min(grid, key=loss))
@@ -134,6 +135,7 @@ class PromptScorer:
         self.manifest = manifest
         self._rec = None
         self._meter = None
+        self._names: dict[str, str] = {}  # identity code -> name, set with the meter
         self._lock = threading.Lock()
         snap = manifest.get("conditioning", {}).get("snap") or {}
         rows = json.loads((self.folder / snap["captions"]).read_text()) if snap.get("captions") else []
@@ -148,22 +150,23 @@ class PromptScorer:
                 self._rec = Recogniser.load(self.folder / self.manifest["recogniser"])
             return self._rec
 
-    def _identity_names(self) -> dict[str, str] | None:
-        """identity code → name, for a snapping model whose recogniser judges identities."""
+    def _identity_names(self, rec: Recogniser) -> dict[str, str]:
+        """identity code → name, for a snapping model whose recogniser judges identities (else empty)."""
         c = self.conditioner
-        if isinstance(c, Snapper) and self.recogniser().label == "identity":
-            known = set(self.recogniser().classes_at())
+        if isinstance(c, Snapper) and rec.label == "identity":
+            known = set(rec.classes_at())
             return {r["identity"]: r.get("name") or r["identity"] for r in c.identities
                     if r.get("identity") in known}
-        return None
+        return {}
 
     def meter(self) -> Meter:
+        """The folder's meter, made once (with the emoji names its verdicts use)."""
         rec = self.recogniser()
-        names = self._identity_names()  # (outside the lock: it reads the recogniser, which takes it)
         with self._lock:
             if self._meter is None:
-                if names:
-                    self._meter = Meter(rec, list(names), self.temperature)
+                self._names = self._identity_names(rec)
+                if self._names:
+                    self._meter = Meter(rec, list(self._names), self.temperature)
                 else:
                     self._meter = Meter(rec, None, self.temperature if rec.label == "subgroup" else 1.0,
                                         level="subgroup")
@@ -211,8 +214,8 @@ class PromptScorer:
         j = self.judge(image, prompt)
         if j is None:
             return None
-        names = self._identity_names() or {}
         meter = self.meter()
+        names = self._names
         return {"level": "identity" if meter.level is None and names else "subgroup",
                 "asked": names.get(j.asked, j.asked), "seen": names.get(j.seen, j.seen), "rank": j.rank,
                 "classes": j.classes, "probability": j.probability,
