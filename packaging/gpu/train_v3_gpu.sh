@@ -15,17 +15,16 @@
 # added; "none" to start from scratch). The default size is the shipped one: it decodes at the same speed on a
 # user's CPU, and the GPU's ten minutes give it the many epochs two cores cannot. A bigger model (LAYERS=8 DIM=384:
 # ~15 M parameters, ~30 MB in fp16; resources/ holds at most 60 MB) starts from scratch (GROW_FROM=none), or from
-# smaller weights grown to that size (INIT_FROM=FILE: `train ar --init-from`, which grows a smaller class model
-# so that it computes what it computed; GROW_FROM=none with it).
+# weights of that size (INIT_FROM=FILE: `train ar --init-from`; GROW_FROM=none with it).
 # Flags after RUN_DIR / OUT_DIR go to `train ar` as they are: a run's own recipe. Model v5's long run (TH: every
 # art set on the v5 tokenizer, pixel-noise copies with mixture targets, substituted contexts, style "any"), e.g.:
 #     V5="--data DATA/emoji64-v5 --grow-from resources/models/emoji-64/gpt.safetensors --jitter pixel \
-#         --jitter-copies 2 --style-dropout 0.3 --shifts none"
+#         --jitter-copies 2 --style-dropout 0.3 --styles all"
 #     VQ=resources/models/emoji-64-v5/vq.safetensors packaging/gpu/train_v3_gpu.sh pack RUNS/v5-TH2 $V5
 #       (reuses the run's prepared.pt, copies included)
 #     GROW_FROM=none INIT_FROM=snapshots/emoji-64-ar-v5-TH-stepN.safetensors LR=3e-4 \
-#       packaging/gpu/train_v3_gpu.sh train OUT --shifts none --jitter pixel --jitter-copies 2 --copy-targets \
-#       --neighbour-k 8 --substitute 0.15 --style-dropout 0.3 --vq resources/models/emoji-64-v5/vq.safetensors
+#       packaging/gpu/train_v3_gpu.sh train OUT --styles all --jitter pixel --jitter-copies 2 --mixture-targets \
+#       --substitute 0.15 --substitute-k 8 --style-dropout 0.3 --vq resources/models/emoji-64-v5/vq.safetensors
 #   (the pack holds the copies; the tokenizer only gives the substitution its neighbour table; N: the newest
 #   snapshot's step). Checked on this project's CPU machine with DEVICE=cpu STEPS=3 BATCH=32: the pack (16.4 MiB)
 #   from TH's run, and 3 steps from TH's step-5430 snapshot at NLL 1.975 on sampled rows (TH's own 1.977 @5400).

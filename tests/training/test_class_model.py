@@ -67,7 +67,7 @@ def train_class(tmp_path, prep: dict, run: str = "run", extra=(), steps: int = 3
     args = p.parse_args(["--vq", "unused", "--run", str(tmp_path / run), "--condition", "class", "--steps", str(steps),
                          "--batch", str(batch), "--dim", "32", "--layers", str(layers), "--heads", "2", "--lr", "3e-3",
                          "--warmup", str(warmup), "--dropout", "0", "--threads", "1", "--eval-every", "1000",
-                         "--eval-images", "8", "--log-every", "100", *extra])
+                         "--styles", "all", "--log-every", "100", *extra])
     args.prepared = prep
     metrics = ar.train(args)
     return load_gpt(tmp_path / run / "gpt.safetensors"), metrics
@@ -188,8 +188,8 @@ def test_growing_the_repertoire_through_the_trainer_keeps_old_classes_token_for_
         ar.add_arguments(p)
         ar.train(p.parse_args(["--vq", str(tmp_path / "vq.safetensors"), "--data", str(data), "--run", str(run),
                                "--condition", "class", "--batch", "4", "--dim", "32", "--layers", "1", "--heads", "2",
-                               "--threads", "1", "--eval-every", "1000", "--eval-images", "2", "--warmup", "1",
-                               *extra]))
+                               "--threads", "1", "--eval-every", "1000", "--styles", "all", "--shifts", "three",
+                               "--warmup", "1", *extra]))
         return load_gpt(run / "gpt.safetensors")
 
     core = train(tmp_path / "core", "--repertoire", "core", "--steps", "3")
@@ -247,14 +247,14 @@ def test_a_training_pack_trains_without_the_dataset_and_the_gpu_script_runs_on_c
     assert gpt.config.num_classes == IDENTITIES and gpt.config.dim == 32
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["step"] == 6 and (tmp_path / "out" / "identities.json").read_text() == prep["vocabulary"]
-    # a run's own recipe: flags after OUT_DIR reach train ar; INIT_FROM weights are grown to the asked size
-    done = subprocess.run(["bash", str(script), "train", str(tmp_path / "big"), "--ema", "0.5"], cwd=work,
-                          env=dict(env, DIM="64", HEADS="4", LAYERS="2", INIT_FROM=str(tmp_path / "out" / "gpt.safetensors")),
+    # a run's own recipe: flags after OUT_DIR reach train ar; INIT_FROM weights start it
+    done = subprocess.run(["bash", str(script), "train", str(tmp_path / "more"), "--ema", "0.5"], cwd=work,
+                          env=dict(env, INIT_FROM=str(tmp_path / "out" / "gpt.safetensors")),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    big = json.loads((tmp_path / "big" / "metrics.json").read_text())
-    assert big["ema"] == 0.5 and big["model_args"]["dim"] == 64 and big["model_args"]["n_layer"] == 2
-    assert "grown from" in (tmp_path / "big" / "log.txt").read_text()
+    more = json.loads((tmp_path / "more" / "metrics.json").read_text())
+    assert more["ema"] == 0.5 and more["model_args"]["dim"] == 32 and more["model_args"]["n_layer"] == 1
+    assert "initialised from" in (tmp_path / "more" / "log.txt").read_text()
     # growing from a model whose classes the pack does not start with: refused, naming identities.json
     other = tmp_path / "other"
     other.mkdir()
@@ -296,7 +296,7 @@ def test_a_class_run_measures_its_averaged_weights_on_the_rows_it_names(tmp_path
     m = ar.train(p.parse_args(["--vq", str(tmp_path / "vq.safetensors"), "--data", str(data), "--run",
                                str(tmp_path / "run"), "--condition", "class", "--batch", "4", "--dim", "32",
                                "--layers", "1", "--heads", "2", "--threads", "1", "--eval-every", "2",
-                               "--eval-images", "2", "--warmup", "1", "--steps", "2", "--ema", "0.5"]))
+                               "--styles", "all", "--shifts", "three", "--warmup", "1", "--steps", "2", "--ema", "0.5"]))
     assert m["heldout_nll_ema"] > 0.5  # a 16-code model after 2 steps is far from certain: ~ln 16
     said = "".join(capsys.readouterr())
     assert "NLL on sampled training rows" in said and "held-out NLL" not in said

@@ -135,7 +135,7 @@ def _train(tmp_path, run, *extra):
     metrics = ar.train(p.parse_args(["--vq", str(tmp_path / "vq.safetensors"), "--data", str(data), "--run", str(run),
                                      "--condition", "class", "--repertoire", "all", "--batch", "8", "--dim", "32",
                                      "--layers", "1", "--heads", "2", "--threads", "1", "--eval-every", "1000",
-                                     "--eval-images", "2", "--warmup", "1", "--shifts", "none", "--lr", "1e-2",
+                                     "--styles", "all", "--warmup", "1", "--shifts", "none", "--lr", "1e-2",
                                      *extra]))
     return load_gpt(run / "gpt.safetensors"), metrics
 
@@ -181,7 +181,7 @@ def test_snapping_uses_the_learned_any_style_only_where_the_model_has_it():
     assert with_any.style_for(0, "", seed=5) == "google"
 
 
-def test_copy_targets_are_the_mixture_of_every_copy_at_each_place():
+def test_mixture_targets_are_the_mixture_of_every_copy_at_each_place():
     """The loss with copies equals the cross-entropy against the copies' empirical mixture, and with identical
     copies it is the plain next-token loss (a mutant that reads only the first copy would miss the mixture)."""
     from support.tiny import tiny_gpt
@@ -203,25 +203,9 @@ def test_copy_targets_are_the_mixture_of_every_copy_at_each_place():
 
 def test_a_run_records_what_it_taught_of_ambiguity(tmp_path):
     _model, m = _train(tmp_path, tmp_path / "jit", "--steps", "2", "--jitter", "global", "--jitter-copies", "2",
-                       "--copy-targets", "--copy-weight", "0.5", "--substitute", "0.1")
+                       "--mixture-targets", "--substitute", "0.1", "--substitute-k", "4")
     amb = m["ambiguity"]
-    assert amb["copy_targets"] is True and amb["copy_weight"] == 0.5 and amb["substitute"] == 0.1
+    assert amb["mixture_targets"] is True and amb["substitute"] == 0.1 and amb["substitute_k"] == 4
     assert amb["style_dropout"] == 0.0
     assert amb["jitter"]["kind"] == "global" and amb["jitter"]["copies"] == 2
     assert len(amb["jitter"]["tokens_moved"]) == 2 and all(0 <= x <= 1 for x in amb["jitter"]["tokens_moved"])
-
-
-def test_a_copy_weight_splits_the_target_between_the_clean_code_and_the_mixture():
-    from support.tiny import tiny_gpt
-
-    gpt = tiny_gpt("c2i", seed=3, vocab=16, grid=2)
-    torch.manual_seed(1)
-    tok = torch.randint(0, 16, (3, 4))
-    cond = torch.tensor([1, 2, 3])
-    copies = torch.stack([tok, torch.randint(0, 16, (3, 4)), torch.randint(0, 16, (3, 4))], dim=1)
-    mixture = ar.nll(gpt, tok, cond, None, copies=copies)
-    clean = ar.nll(gpt, tok, cond, None)  # tok is copy 0 here: the plain loss on the clean codes
-    assert torch.allclose(ar.nll(gpt, tok, cond, None, copies=copies, copy_weight=1.0), mixture)
-    half = ar.nll(gpt, tok, cond, None, copies=copies, copy_weight=0.5)
-    assert torch.allclose(half, 0.5 * clean + 0.5 * mixture, atol=1e-5)
-    assert not torch.allclose(half, mixture, atol=1e-3)

@@ -103,8 +103,8 @@ def _bad_input(kind: str, tmp_path: Path) -> tuple[list[str], str]:
                 *run], "nowhere"
     if kind == "ar: corrupt vq":
         class_dataset(tmp_path / "data")
-        return ["train", "ar", "--vq", str(torn), "--data", str(tmp_path / "data"), "--encoder", "hash:16",
-                *run], "torn.bin"
+        return ["train", "ar", "--vq", str(torn), "--data", str(tmp_path / "data"), "--condition", "caption",
+                "--encoder", "hash:16", *run], "torn.bin"
     if kind == "ar: corrupt pack":
         return ["train", "ar", "--pack", str(torn), "--condition", "class", *run], "torn.bin"
     if kind == "drafter: missing gpt":

@@ -38,7 +38,7 @@ def _heads_argv(folder, pack, run, steps):
 def _ar_argv(folder, pack, run, steps):
     return ["train", "ar", "--pack", str(pack), "--condition", "class", "--run", str(run), "--steps", str(steps),
             "--dim", "16", "--layers", "1", "--heads", "2", "--batch", "2", "--warmup", "1", "--eval-every", "0",
-            "--eval-images", "2", "--log-every", "1000", "--threads", "1"]
+            "--log-every", "1000", "--threads", "1"]
 
 
 ARGV = {"heads": _heads_argv, "ar": _ar_argv}

@@ -63,11 +63,12 @@ def test_the_shifts_flag_reaches_the_prepared_data_and_styles_keep_only_their_ro
         ar.add_arguments(p)
         ar.train(p.parse_args(["--vq", str(tmp_path / "vq.safetensors"), "--data", str(data), "--run",
                                str(tmp_path / name), "--condition", "class", "--batch", "4", "--dim", "32", "--layers",
-                               "1", "--heads", "2", "--threads", "1", "--eval-every", "1000", "--eval-images", "2",
-                               "--warmup", "1", "--steps", "1", *extra]))
+                               "1", "--heads", "2", "--threads", "1", "--eval-every", "1000", "--warmup", "1",
+                               "--steps", "1", *extra]))
         return torch.load(tmp_path / name / "prepared.pt", weights_only=True)
 
-    assert run("default")["codes"].shape[:2] == (3, len(meta))  # v3's recipe is unchanged without the flag
+    assert run("default")["codes"].shape[:2] == (1, len(meta))  # v4.1's final stage: unshifted, flat + google
+    assert run("three", "--shifts", "three", "--styles", "all")["codes"].shape[:2] == (3, len(meta))  # v3's recipe
     flat = run("flat", "--shifts", "none", "--styles", "fluent-flat")
     assert flat["codes"].shape[:2] == (1, len(meta) // 2)
     got = json.loads((tmp_path / "flat" / "metrics.json").read_text())["classes"]

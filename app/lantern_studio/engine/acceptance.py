@@ -49,10 +49,7 @@ def neighbourhood(p: torch.Tensor, drafts: torch.Tensor, relax: Relaxation, tabl
     if relax.kind == "step":
         raise ValueError("neighbourhood: the step bound moves mass by step_bound.relaxed_target")
     nb = table.neighbours(drafts, relax.k)
-    mass_at = p.gather(1, nb)
-    if getattr(table, "pads", False):  # rows padded with the draft itself: the pads carry no mass
-        mass_at = mass_at.masked_fill(nb == drafts[:, None], 0.0)
-    cum = mass_at.cumsum(1)
+    cum = p.gather(1, nb).cumsum(1)
     if relax.kind == "lantern++":
         bound = (relax.lam - 1.0) * p.gather(1, drafts[:, None])
     else:

@@ -2,12 +2,6 @@
 distance (self excluded, nearest first, ties by index), built once per codebook and
 cached on disk; the acceptance rules (:mod:`.acceptance`, :mod:`.step_bound`) read
 their neighbourhoods from it.
-
-A model folder may rank some neighbours first (``ranked``: for each code, the codes
-that decode alike, most alike first; see the folder's ``proximity`` file). Each
-row is then those codes followed by the latent neighbours not among them
-(``rest="latent"``), or by the code itself as padding (``rest="none"``: LANTERN
-moves mass only among the ranked codes; a draft's own entries carry no mass).
 """
 
 from __future__ import annotations
@@ -51,56 +45,16 @@ def codebook_hash(codebook: torch.Tensor) -> str:
     return hashlib.sha256(arr.tobytes() + str(arr.shape).encode()).hexdigest()[:16]
 
 
-RESTS = ("latent", "none")
-
-
-def put_first(latent: torch.Tensor, codes: torch.Tensor, ranked: torch.Tensor, rest: str = "latent") -> torch.Tensor:
-    """Rows of neighbour lists (n, K) for ``codes`` (n,): each code's ``ranked`` entries (n, A), −1 for none, in
-    their order, then its ``latent`` (n, K) neighbours that are not among them (``rest="latent"``) or the code
-    itself (``rest="none"``), cut to K columns."""
-    n, k = latent.shape
-    a = ranked.shape[1]
-    valid = ranked >= 0
-    big = a + k  # a sort key past every kept entry
-    key_r = torch.where(valid, torch.arange(a).expand(n, a), torch.full((n, a), big))
-    dup = (latent[:, :, None] == ranked[:, None, :]).any(-1)
-    key_l = torch.where(dup | (rest == "none"), torch.full((n, k), big), a + torch.arange(k).expand(n, k))
-    cand = torch.cat([ranked.clamp(min=0), latent], 1)
-    key = torch.cat([key_r, key_l], 1)
-    order = torch.sort(key, dim=1, stable=True).indices[:, :k]
-    out = cand.gather(1, order)
-    return torch.where(key.gather(1, order) >= big, codes[:, None].expand(n, k), out)
-
-
 class ProximityTable:
     """Nearest-neighbour lists over a codebook, cached for the first ``k_cached``
-    neighbours; larger k is computed on demand for just the drafted tokens.
-    ``ranked`` (V, A), −1 padded, puts each code's listed codes first (:func:`put_first`)."""
+    neighbours; larger k is computed on demand for just the drafted tokens."""
 
-    def __init__(self, codebook: torch.Tensor, k_cached: int = 512, cache_dir: Optional[Path] = None,
-                 ranked: Optional[torch.Tensor] = None, rest: str = "latent"):
+    def __init__(self, codebook: torch.Tensor, k_cached: int = 512, cache_dir: Optional[Path] = None):
         self.codebook = codebook.detach().float().cpu()
         self.vocab_size = self.codebook.shape[0]
         self.k_cached = min(k_cached, self.vocab_size - 1)
-        if rest not in RESTS:
-            raise ValueError(f"rest must be one of {RESTS}, got {rest!r}")
-        self.ranked = None if ranked is None else ranked.long().cpu()
-        self.rest = rest
-        self.table = self._ranked_first(torch.arange(self.vocab_size), self._load_or_compute(cache_dir))
+        self.table = self._load_or_compute(cache_dir)
         self._device_tables: dict = {}
-
-    @property
-    def pads(self) -> bool:
-        """Whether rows may end in the code itself (ranked codes followed by nothing)."""
-        return self.ranked is not None and self.rest == "none"
-
-    @property
-    def order(self) -> str:
-        """How the lists are ordered: "latent", or "ranked" (+ what follows the ranked codes)."""
-        return "latent" if self.ranked is None else f"ranked, then {self.rest}"
-
-    def _ranked_first(self, codes: torch.Tensor, latent: torch.Tensor) -> torch.Tensor:
-        return latent if self.ranked is None else put_first(latent, codes, self.ranked[codes], self.rest)
 
     def _load_or_compute(self, cache_dir: Optional[Path]) -> torch.Tensor:
         path = None
@@ -131,4 +85,4 @@ class ProximityTable:
                 t = self._device_tables[dev] = self.table.to(dev)
             return t[tokens, :k]
         rows = tokens.cpu()
-        return self._ranked_first(rows, _nearest_chunk(self.codebook, rows, min(k, self.vocab_size - 1))).to(dev)
+        return _nearest_chunk(self.codebook, rows, min(k, self.vocab_size - 1)).to(dev)

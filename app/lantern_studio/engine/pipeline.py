@@ -81,10 +81,11 @@ class ImagePipeline:
         source: Optional[ModelSource] = None,
         scorer: Optional[Scorer] = None,
         heads: Optional[DraftHeads] = None,
-        proximity: Optional[tuple] = None,
     ):
         self.gpt = gpt.eval()
-        self.runner = Runner(self.gpt)  # the decode loop's fast path over the target (engine/runner.py)
+        # the decode loop's target (engine/target.py): the fast path over our own GPT (engine/runner.py),
+        # or the target a transformers-backed model brings (models/janus.py)
+        self.runner = target_for(self.gpt)
         self.vq = vq.eval()
         self.conditioner = conditioner
         self.eagle = eagle.eval() if eagle is not None else None
@@ -93,7 +94,6 @@ class ImagePipeline:
         self.name = name
         self._table_cache = table_cache
         self._table: Optional[ProximityTable] = None
-        self.proximity = proximity  # (ranked (V, A), rest): the folder's neighbours ranked first, or None (latent)
         self.source = source or ModelSource()
         self.scorer = scorer  # None: this model cannot score its pictures
 
@@ -114,8 +114,7 @@ class ImagePipeline:
     @property
     def table(self) -> ProximityTable:
         if self._table is None:
-            ranked, rest = self.proximity if self.proximity is not None else (None, "latent")
-            self._table = ProximityTable(self.vq.codebook(), cache_dir=self._table_cache, ranked=ranked, rest=rest)
+            self._table = ProximityTable(self.vq.codebook(), cache_dir=self._table_cache)
         return self._table
 
     def to(self, device) -> "ImagePipeline":

@@ -6,7 +6,6 @@ lives on disk. The bundled model in ``resources/models/`` is one of these.
     {"format": "lantern-studio-model/1", "name": "...",
      "gpt": "gpt.safetensors", "vq": "vq.safetensors", "eagle": "eagle.safetensors",
      "heads": "heads.safetensors" (optional parallel draft heads, engine/draft_heads.py),
-     "proximity": "proximity.safetensors" (optional: neighbours ranked by decoded likeness, models/proximity_file.py),
      "conditioning": {"kind": "caption", "encoder": "minilm" | "hash", "length": 24, "dim": 384}
                    | {"kind": "class", "names": [...]}
                    | {"kind": "class", "factorised": true, "identities": "identities.json", ...} (models/classes.py),
@@ -35,7 +34,6 @@ from ..engine.snap import IdentityConditioner, default_style_problem
 from ..engine.text import CaptionConditioner, ClassConditioner, HashEncoder, MiniLMEncoder
 from ..engine.tokenizer import load_vq, save_vq
 from .classes import read_vocabulary
-from .proximity_file import read_proximity
 from .quality import PromptScorer
 from .recogniser import load_recogniser_net
 from ..paths import cache_dir
@@ -85,7 +83,7 @@ def read_manifest(folder) -> dict:
     for key in ("gpt", "vq"):
         if not isinstance(man.get(key), str):
             raise _bad(folder, f'"{key}" must name a weights file, got {man.get(key)!r}')
-    for key in ("eagle", "heads", "proximity", "recogniser", "name"):
+    for key in ("eagle", "heads", "recogniser", "name"):
         if man.get(key) is not None and not isinstance(man[key], str):
             raise _bad(folder, f'"{key}" must be a string, got {type(man[key]).__name__}')
     for key, kind in (("conditioning", dict), ("defaults", dict), ("files", dict), ("extra_files", list)):
@@ -327,14 +325,6 @@ def install_recogniser(folder, recogniser_file) -> dict:
     return man
 
 
-def install_proximity(folder, proximity_file) -> dict:
-    """Copy a proximity file into a model folder as ``proximity.safetensors``, named and hashed in its model.json
-    (checked against the folder's GPT first) → the new manifest."""
-    man = read_manifest(folder)
-    read_proximity(proximity_file, load_gpt(folder_file(folder, man["gpt"], "gpt")).vocab_size)
-    return install_file(folder, proximity_file, "proximity", "proximity.safetensors")
-
-
 def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) -> ImagePipeline:
     """Model folder → ImagePipeline. ``verify`` checks file hashes against model.json
     (remembered per file by size and mtime). Every problem is a CheckpointError
@@ -355,8 +345,6 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
                               f"{man['gpt']} predicts {gpt.vocab_size} tokens")
     eagle = load_eagle(folder_file(folder, man["eagle"], "eagle"), gpt.config) if man.get("eagle") else None
     heads = load_heads(folder_file(folder, man["heads"], "heads"), gpt.config) if man.get("heads") else None
-    proximity = (read_proximity(folder_file(folder, man["proximity"], "proximity"), gpt.vocab_size)
-                 if man.get("proximity") else None)
     try:
         defaults = GenerationSettings.from_dict(man.get("defaults", {})).validate(gpt.vocab_size)
     except (SettingsError, TypeError) as e:
@@ -375,7 +363,7 @@ def load_model_dir(folder, verify: bool = True, device: Optional[str] = None) ->
     pipe = ImagePipeline(
         gpt, vq, conditioner, eagle, defaults, man.get("name", folder.name),
         table_cache=cache_dir() / "neighbours", source=ModelSource(folder=folder, manifest=man), scorer=scorer,
-        heads=heads, proximity=proximity,
+        heads=heads,
     )
     if device:
         pipe.to(device)

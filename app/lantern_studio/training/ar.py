@@ -1,13 +1,16 @@
-"""Train the bundled text-to-emoji AR model (LlamaGen t2i architecture).
+"""Train the bundled emoji AR models (LlamaGen architecture): a class model (identity, style, tone; the default,
+its defaults the default model's final stage) or a text-conditional one (``--condition caption``, the history's
+first stages).
 
 ``lantern-studio train ar --vq VQ.safetensors [--data DIR] [--run DIR] [--steps N] [--budget-minutes M]``
 
 1. Prepare (once, cached in the run folder): every dataset image is tokenized
-   by the VQ tokenizer at several small shifts on white (augmentation that
-   keeps text and arrows unflipped), and every caption variant is embedded by
-   the sentence encoder into left-padded token embeddings with a mask.
-2. Train: teacher-forced next-token cross-entropy, caption dropout for CFG
-   (the model's ``class_dropout_prob``), AdamW with warm-up and cosine decay.
+   by the VQ tokenizer (optionally at small shifts on white, and as jittered
+   copies), each image's class is named (or every caption variant is embedded
+   by the sentence encoder into left-padded token embeddings with a mask).
+2. Train: teacher-forced next-token cross-entropy (or against the jittered
+   copies' mixture, ``--mixture-targets``), condition dropout for CFG (the
+   model's ``class_dropout_prob``), AdamW with warm-up and cosine decay.
    Progress is printed; a resumable checkpoint is written every few minutes;
    re-running the same command resumes; ``--budget-minutes`` stops cleanly.
 3. Export: fp16 safetensors ``gpt.safetensors`` + ``metrics.json`` (held-out NLL, or for a class run the NLL on sampled training rows).
@@ -32,18 +35,23 @@ from . import distributed
 from .common import cosine_lr, write_json
 from .jitter import KINDS as JITTER_KINDS, Jitter
 from .errors import TrainingError
-from .growth import grown_state, needs_growth
 from .lifecycle import Outcome, Plan, entry_points, run_log, run_trainer
 from .loop import CHECKPOINT_NAME, LoopDefaults, LoopSettings, check_loop_arguments, loop_arguments
 from .step import optimizer_step
 from .prepared import ClassPrep, Prep, as_prep, batch_from
-from .cca import BETA, LAMBDA, UNCOND_RATIO, Contrast
 from .ar_objective import drop_styles, neighbour_table, nll, substitute_neighbours
 from .ar_rows import (SHIFT_SETS, load_pack, parse_styles, prepare, prepare_classes, write_pack)
-from .equivalence import read_sets
-from .equivalent_targets import WEIGHTINGS, EquivalentTargets, check_rows
-from .reading_classes import classes_of, summary_line, tie_rows
 from .validation import Sampling, SampleValidation, ValidationError
+
+#: caption tokens in a text model's prefix (every text-conditional stage used 24)
+CAPTION_TOKENS = 24
+#: rows each evaluation measures the NLL on (held out, or for a class run sampled training rows), and the first
+#: training rows it measures beside them
+EVAL_IMAGES = 128
+#: ``--validate-model``: validation classes drawn at each evaluation, and seeds per class (what the recorded stages
+#: drew but one, which drew 24 classes; ``train validate`` measures more)
+VALIDATE_NAMES, VALIDATE_SEEDS = 16, 2
+
 
 def model_args(vocab: int, grid: int, length: int, caption_dim: int, dim: int, layers: int, heads: int) -> ModelArgs:
     return ModelArgs(dim=dim, n_layer=layers, n_head=heads, multiple_of=64, vocab_size=vocab,
@@ -116,26 +124,6 @@ def evaluate(model: Transformer, prep: Prep, idx: torch.Tensor, batch: int = 64)
     return tot / max(n, 1)
 
 
-def freeze_outside(model: Transformer, prefixes: str | None) -> int:
-    """``--train-only``: every weight whose name starts with none of the comma-separated ``prefixes`` stops
-    learning (the token embeddings and the output head alone can learn which codes stand in for which, while the
-    memorised body stays as it is). → how many tensors were frozen."""
-    if not prefixes:
-        return 0
-    wanted = [w.strip() for w in prefixes.split(",") if w.strip()]
-    names = [n for n, _ in model.named_parameters()]
-    unknown = [w for w in wanted if not any(n.startswith(w) for n in names)]
-    if unknown:
-        raise TrainingError(f"train ar --train-only: no weight is named {', '.join(unknown)}...; the model has "
-                            f"{', '.join(sorted({n.split('.')[0] for n in names}))}")
-    frozen = 0
-    for n, q in model.named_parameters():
-        if not any(n.startswith(w) for w in wanted):
-            q.requires_grad_(False)
-            frozen += 1
-    return frozen
-
-
 class Rows:
     """Which dataset rows train and which measure the NLL (held out, or for a class run sampled training
     rows), and each training row's weight."""
@@ -153,7 +141,8 @@ class Rows:
 
 class ArTrainer:
     """The AR model's trainer on the one loop driver (:mod:`.loop`): identity-balanced batches,
-    teacher-forced cross-entropy (optionally neighbour-aware), an optional EMA of the weights."""
+    teacher-forced cross-entropy (optionally against the jittered copies' mixture, on neighbour-substituted
+    contexts), an optional EMA of the weights."""
 
     kind = "ar"
 
@@ -162,11 +151,7 @@ class ArTrainer:
         self.a, self.data, self.model, self.device, self.neighbours = args, prep, model, device, neighbours
         self.group, self.log = group, log
         self.train_idx, self.train_w, self.held_idx, self.held_label = rows.train, rows.train_w, rows.held, rows.label
-        frozen = freeze_outside(model, getattr(args, "train_only", None))
-        if frozen:
-            log(f"--train-only {args.train_only}: {frozen} of {len(list(model.parameters()))} weight tensors frozen")
-        self.opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=args.lr,
-                                     betas=(0.9, 0.95), weight_decay=0.05)
+        self.opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.05)
         self.gen = torch.Generator().manual_seed(args.seed + group.rank)  # each rank its own batches
         self.step = 0
         self.ema = None
@@ -174,8 +159,6 @@ class ArTrainer:
         self.step_model = distributed.wrap(model, group)
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bool(args.bf16))
         self.validation = None  # a validation.SampleValidation (class runs with --validate-model)
-        self.contrast = None  # a cca.Contrast (class runs with --objective cca)
-        self.equivalents = None  # an equivalent_targets.EquivalentTargets (--equivalents)
 
     def start_ema(self) -> None:
         if self.a.ema and self.ema is None:
@@ -186,43 +169,26 @@ class ArTrainer:
         lr = cosine_lr(self.step, a.steps, a.lr, a.warmup)
         b = self.train_idx[torch.multinomial(self.train_w, a.batch, replacement=True, generator=self.gen)]
         rows = on_device(batch_from(self.data, b, self.gen), self.device)
-        shown: dict[str, float] = {}
         inputs = (substitute_neighbours(rows[0], self.neighbours, a.substitute, self.gen)
                   if a.substitute > 0 else None)
         if a.style_dropout > 0:
             rows = (rows[0], drop_styles(rows[1], self.data.styles.index(ANY_STYLE), a.style_dropout, self.gen),
                     rows[2])
         copies = (self.data.codes[:, b.cpu()].flatten(2).permute(1, 0, 2).long().to(self.device)
-                  if a.copy_targets else None)
-        if self.equivalents is not None:  # --equivalents: soft targets over each position's set, contexts from it
-            inputs, weights = self.equivalents.batch(rows[0], b, self.gen)
+                  if a.mixture_targets else None)
         with self.autocast:
-            if self.equivalents is not None:
-                loss = self.equivalents.loss(self.step_model, *rows, inputs, weights)
-            elif self.contrast is None:
-                loss = nll(self.step_model, *rows, self.neighbours, a.neighbour_weight, inputs=inputs, copies=copies,
-                           copy_weight=a.copy_weight)
-            else:  # --objective cca: against the frozen reference (cca.py)
-                loss, shown = self.contrast(self.model, rows[0], rows[1])
+            loss = nll(self.step_model, *rows, inputs=inputs, copies=copies)
         optimizer_step(self.opt, loss, self.model.parameters(), lr=lr, clip=1.0)
-        self.tie_reading()
         if self.ema is not None:
             with torch.no_grad():
                 for k, v in self.model.state_dict().items():
                     self.ema[k].mul_(a.ema).add_(v.detach().float(), alpha=1 - a.ema)
         self.step += 1
-        return {"loss": float(loss.detach()), "lr": lr, **shown}
-
-    def tie_reading(self) -> None:
-        """With reading classes: every code's input row is its class centre's (the only row that learns)."""
-        if self.equivalents is not None and self.equivalents.centre is not None:
-            tie_rows(self.model.tok_embeddings.weight.data, self.equivalents.centre)
-            if self.ema is not None:
-                tie_rows(self.ema["tok_embeddings.weight"], self.equivalents.centre)
+        return {"loss": float(loss.detach()), "lr": lr}
 
     def evaluate(self) -> tuple[dict, str]:
-        h = evaluate(self.model, self.data, self.held_idx[: self.a.eval_images])
-        tr = evaluate(self.model, self.data, self.train_idx[: self.a.eval_images])
+        h = evaluate(self.model, self.data, self.held_idx[:EVAL_IMAGES])
+        tr = evaluate(self.model, self.data, self.train_idx[:EVAL_IMAGES])
         metrics, line = {"heldout_nll": h, "train_nll": tr}, (
             f"{self.held_label} {h:.3f} nats/token, train NLL (first rows) {tr:.3f}")
         if self.validation is not None:  # free-running samples scored by the judge, beside the NLL
@@ -232,7 +198,7 @@ class ArTrainer:
         return metrics, line
 
     def extra_state(self) -> dict:
-        return {"model_args": self.model.config.to_dict(), "ema": self.ema, "objective": self.a.objective}
+        return {"model_args": self.model.config.to_dict(), "ema": self.ema}
 
     def load_extra_state(self, extra: dict) -> None:
         ema = extra.get("ema")
@@ -273,7 +239,7 @@ def _train(args, group) -> Outcome:
     check_args(args)
     folder = Path(args.run)
     log = run_log(folder, group.rank)  # rank 0 writes the run's log; other ranks keep their own beside it
-    styles = parse_styles(args.styles)
+    styles = parse_styles(args.styles) if args.condition == "class" else None
     prep = prepared_data(args, folder, group, log, styles)
     if args.pack_out:
         return Outcome(0, 0, write_pack_once(prep, Path(args.pack_out), group, log))
@@ -298,29 +264,21 @@ def check_args(args) -> None:
     tokenizes = args.prepared is None and not args.pack
     if tokenizes and not args.vq:
         raise TrainingError("train ar: --vq is needed to tokenize the dataset (or give --pack)")
-    if (args.neighbour_weight > 0 or args.substitute > 0) and not args.vq:
-        raise TrainingError("train ar: --neighbour-weight and --substitute need --vq (the codebook's neighbours)")
+    if args.substitute > 0 and not args.vq:
+        raise TrainingError("train ar: --substitute needs --vq (the codebook's neighbours)")
     if not 0 <= args.substitute < 1:
         raise TrainingError(f"train ar --substitute: must be in [0, 1), got {args.substitute}")
+    if args.substitute_k < 1:
+        raise TrainingError(f"train ar --substitute-k: must be >= 1, got {args.substitute_k}")
     if not 0 <= args.style_dropout < 1:
         raise TrainingError(f"train ar --style-dropout: must be in [0, 1), got {args.style_dropout}")
     if args.style_dropout > 0 and args.condition != "class":
         raise TrainingError("train ar --style-dropout: only class runs (--condition class) have styles")
-    if getattr(args, "equivalents", None) and (args.condition != "class" or args.shifts != "none" or args.jitter
-                                                or args.neighbour_weight > 0 or args.substitute > 0
-                                                or args.objective != "nll"):
-        raise TrainingError("train ar --equivalents: a class run on the unshifted tokens (--shifts none), without "
-                            "--jitter, --neighbour-weight, --substitute or --objective cca")
-    reading = getattr(args, "reading_classes", 0.0)
-    if reading and (not getattr(args, "equivalents", None) or not 0 < reading <= 1):
-        raise TrainingError(f"train ar --reading-classes: a share in (0, 1] with --equivalents, got {reading}")
-    if not 0 < args.copy_weight <= 1:
-        raise TrainingError(f"train ar --copy-weight: must be in (0, 1], got {args.copy_weight}")
-    if args.copy_targets and not args.jitter:
-        raise TrainingError("train ar --copy-targets: needs --jitter (the copies whose codes are mixed)")
+    if args.mixture_targets and not args.jitter:
+        raise TrainingError("train ar --mixture-targets: needs --jitter (the copies whose codes are mixed)")
     if args.jitter and args.condition != "class":
         raise TrainingError("train ar --jitter: only class runs (--condition class) take jittered copies")
-    if (tokenizes or args.neighbour_weight > 0 or args.substitute > 0) and not Path(args.vq).is_file():
+    if (tokenizes or args.substitute > 0) and not Path(args.vq).is_file():
         raise TrainingError(f"train ar --vq {args.vq}: no such file")
 
 
@@ -348,7 +306,7 @@ def tokenized_data(args, run: Path, group, log, styles: list[str] | None) -> Pre
                                    jitter=Jitter(args.jitter, args.jitter_copies, args.seed) if args.jitter else None,
                                    any_style=args.style_dropout > 0)
         else:
-            prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=args.length, log=log)
+            prep = prepare(Path(args.data), Path(args.vq), run, encoder=args.encoder, length=CAPTION_TOKENS, log=log)
     except TrainingError:
         raise
     except (DatasetError, FileNotFoundError, ValueError) as e:  # the dataset's, the tokenizer's or a vocabulary's
@@ -370,7 +328,8 @@ def model_args_for(args, prep: Prep) -> ModelArgs:
     if isinstance(prep, ClassPrep):
         return class_model_args(prep.vocab_size, prep.grid, prep.identities, len(prep.styles), len(prep.tones),
                                 args.dim, args.layers, args.heads, args.dropout)
-    return model_args(prep.vocab_size, prep.grid, args.length, prep.emb.shape[-1], args.dim, args.layers, args.heads)
+    return model_args(prep.vocab_size, prep.grid, CAPTION_TOKENS, prep.emb.shape[-1], args.dim, args.layers,
+                      args.heads)
 
 
 def build_trainer(args, prep: Prep, run: Path, group, log, resumed: dict | None) -> ArTrainer:
@@ -379,55 +338,23 @@ def build_trainer(args, prep: Prep, run: Path, group, log, resumed: dict | None)
     margs = model_args_for(args, prep)
     if resumed is not None and resumed["extra"]["model_args"] != margs.to_dict():
         raise TrainingError(f"{run / CHECKPOINT_NAME}: was trained with other model settings; use another --run folder")
-    if resumed is not None and resumed["extra"].get("objective", "nll") != args.objective:
-        raise TrainingError(f"{run / CHECKPOINT_NAME}: was trained with --objective "
-                            f"{resumed['extra'].get('objective', 'nll')}; use another --run folder")
+    if resumed is not None and resumed["extra"].get("objective", "nll") != "nll":
+        raise TrainingError(f"{run / CHECKPOINT_NAME}: was trained with another objective than next-token "
+                            "cross-entropy; use another --run folder")
     # a new run's first weights and the draws its model makes while training (the condition's dropout) follow
     # --seed, not whatever used torch's global generator before: the same command trains the same weights
     torch.manual_seed(args.seed + group.rank)
     model = Transformer(margs)
     start_step = 0 if resumed is not None else initialise(model, args, prep, log)
     device = torch.device(args.device)
-    wants_table = args.neighbour_weight > 0 or args.substitute > 0
-    neighbours = neighbour_table(args.vq, args.neighbour_k).to(device) if wants_table else None
+    neighbours = neighbour_table(args.vq, args.substitute_k).to(device) if args.substitute > 0 else None
     model.to(device)  # before the trainer: its optimizer (and a resumed optimizer's state) follows the parameters
     trainer = ArTrainer(args, prep, model, group, device, neighbours, Rows(prep), log)
     trainer.step = start_step
-    if args.objective == "cca":
-        trainer.contrast = contrast_for(args, prep, margs, group, device)
-    if getattr(args, "equivalents", None):
-        sets = read_sets(args.equivalents)
-        check_rows(sets, prep.codes[0], args.equivalents)
-        centre = classes_of(sets, args.reading_classes) if args.reading_classes else None
-        trainer.equivalents = EquivalentTargets(sets, args.clean_share, args.equivalent_inputs,
-                                                args.equivalent_weighting, centre)
-        if centre is not None:
-            log(summary_line(centre, sets.grids, sets.neighbours, sets.members))
-            trainer.tie_reading()
-        log(f"equivalence sets {args.equivalents} (sha256 {sets.sha256[:16]}…, tau {trainer.equivalents.tau:g}): "
-            f"{float(sets.members.any(-1).float().mean()):.0%} of positions have one; clean share "
-            f"{args.clean_share:g}, contexts substituted {args.equivalent_inputs:g}, weighting "
-            f"{args.equivalent_weighting}")
     if getattr(args, "validate_model", None) and group.main:
         trainer.validation = sample_validation(args, prep, run)
     model.train()
     return trainer
-
-
-def contrast_for(args, prep: Prep, margs: ModelArgs, group, device: torch.device) -> Contrast:
-    """The CCA objective of ``--objective cca``: a frozen copy of the starting weights as reference."""
-    if not isinstance(prep, ClassPrep):
-        raise TrainingError("train ar --objective cca: only class runs (--condition class) are aligned")
-    if group.active:
-        raise TrainingError("train ar --objective cca: runs on one process (no torchrun)")
-    ref_path = args.cca_reference or args.init_from
-    if not ref_path:
-        raise TrainingError("train ar --objective cca: give --init-from (or --cca-reference): the weights to align")
-    reference = Transformer(margs)
-    load_state_strict(reference, load_gpt(ref_path).state_dict(), ref_path)  # names what does not fit
-    reference.to(device)
-    gen = torch.Generator().manual_seed(args.seed + 1)
-    return Contrast(reference, gen, beta=args.cca_beta, lam=args.cca_lambda, uncond_ratio=args.cca_uncond)
 
 
 def initialise(model: Transformer, args, prep: Prep, log) -> int:
@@ -435,7 +362,7 @@ def initialise(model: Transformer, args, prep: Prep, log) -> int:
     if args.init_from:
         # A new machine has no optimizer checkpoint (it stays outside git); continue
         # from the committed fp16 weights with a fresh optimizer at --start-step.
-        load_state_strict(model, pad_style_rows(initial_state(model, args, log), model, log), args.init_from)
+        load_state_strict(model, pad_style_rows(load_gpt(args.init_from).state_dict(), model, log), args.init_from)
         log(f"initialised from {args.init_from}; schedule continues at step {args.start_step}")
         return args.start_step
     if args.grow_from:
@@ -443,20 +370,6 @@ def initialise(model: Transformer, args, prep: Prep, log) -> int:
     elif args.warm_start:
         warm_start(model, args.warm_start, log)
     return 0
-
-
-def initial_state(model: Transformer, args, log) -> dict:
-    """The weights of ``--init-from``, grown wider or deeper (training/growth.py) where the run asks a larger
-    model than they are."""
-    small = load_gpt(args.init_from)
-    if not needs_growth(small.config, model.config):
-        return small.state_dict()
-    state = grown_state(small, model.config, torch.Generator().manual_seed(args.seed))
-    c, b = small.config, model.config
-    log(f"grown from {args.init_from}: dim {c.dim} → {b.dim}, heads {c.n_head} → {b.n_head}, layers {c.n_layer} → "
-        f"{b.n_layer} ({sum(t.numel() for t in small.state_dict().values()) / 1e6:.2f} M → "
-        f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters), computing what it computed")
-    return state
 
 
 def grow(model: Transformer, grow_from: Path, prep: Prep, seed: int, log) -> None:
@@ -482,7 +395,7 @@ def sample_validation(args, prep: Prep, run: Path) -> SampleValidation:
     try:
         samplings = [Sampling.parse(t) for t in args.validate_sampling]
         return SampleValidation(Path(args.validate_model), prep.vocabulary, list(prep.styles), samplings,
-                                names=args.validate_names, seeds=args.validate_seeds, out=run / "validation",
+                                names=VALIDATE_NAMES, seeds=VALIDATE_SEEDS, out=run / "validation",
                                 prefer_style=(prep.trained_styles or [None])[0],
                                 vq=Path(args.vq) if getattr(args, "vq", None) else None)
     except ValidationError as e:
@@ -491,19 +404,11 @@ def sample_validation(args, prep: Prep, run: Path) -> SampleValidation:
 
 def ambiguity_record(args, prep: Prep | None) -> dict:
     """What a run taught of latent-neighbour ambiguity, for metrics.json and the model card: the jittered
-    copies (kind, count, strengths) and the share of tokens each moved from the clean ones, the neighbour
-    substitution, copy-mixture targets, soft neighbour targets and style dropout."""
-    out = {"substitute": getattr(args, "substitute", 0.0), "copy_targets": bool(getattr(args, "copy_targets", False)),
-           "copy_weight": getattr(args, "copy_weight", 1.0),
-           "neighbour_weight": getattr(args, "neighbour_weight", 0.0), "neighbour_k": getattr(args, "neighbour_k", 0),
+    copies (kind, count, strengths) and the share of tokens each moved from the clean ones, the mixture targets,
+    the neighbour substitution and style dropout."""
+    out = {"mixture_targets": bool(getattr(args, "mixture_targets", False)),
+           "substitute": getattr(args, "substitute", 0.0), "substitute_k": getattr(args, "substitute_k", 0),
            "style_dropout": getattr(args, "style_dropout", 0.0), "jitter": None}
-    if getattr(args, "equivalents", None):  # model v6: the sets it was taught, by hash (the card names it)
-        sets = read_sets(args.equivalents)
-        out["equivalents"] = {"file": Path(args.equivalents).name, "sha256": sets.sha256,
-                              "tau": sets.meta.get("tau"), "k": int(sets.neighbours.shape[1]),
-                              "clean_share": args.clean_share, "inputs": args.equivalent_inputs,
-                              "weighting": args.equivalent_weighting,
-                              "reading_classes": getattr(args, "reading_classes", 0.0)}
     kind = getattr(args, "jitter", None)
     if kind and prep is not None:
         spec = Jitter(kind, args.jitter_copies, args.seed)
@@ -527,7 +432,7 @@ def export_weights(model: Transformer, ema, run: Path, history, margs: ModelArgs
     metrics["ambiguity"] = ambiguity_record(args, prep)
     if prep is not None and ema is not None:
         rows = Rows(prep)  # the rows the run's own evaluation measured (a class run holds none out)
-        metrics["heldout_nll_ema"] = evaluate(model, prep, rows.held[: args.eval_images])
+        metrics["heldout_nll_ema"] = evaluate(model, prep, rows.held[:EVAL_IMAGES])
         log(f"EMA weights: {rows.label} {metrics['heldout_nll_ema']:.3f} nats/token")
     save_gpt(model.eval(), run / "gpt.safetensors")
     if isinstance(prep, ClassPrep):  # what a model folder needs to name the classes
@@ -542,93 +447,78 @@ def export_weights(model: Transformer, ema, run: Path, history, margs: ModelArgs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--vq", default=None, help="trained tokenizer (vq.safetensors); needed unless --pack is given")
-    p.add_argument("--pack", default=None, help="train from a training pack (--pack-out) instead of the dataset")
-    p.add_argument("--pack-out", default=None, help="write the prepared data of a class run to this file and stop")
-    p.add_argument("--device", default="cpu", help="cpu or cuda (a GPU: packaging/gpu/train_v3_gpu.sh)")
-    p.add_argument("--data", default=str(data_dir() / "emoji64"))
-    p.add_argument("--run", default=str(runs_dir() / "ar"))
-    loop_arguments(p, LoopDefaults(steps=8000, batch=32, lr=1e-3, warmup=200, threads=2, log_every=20,
-                                   eval_every=250))
-    p.add_argument("--dim", type=int, default=256)
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--length", type=int, default=24, help="caption tokens in the prefix")
-    p.add_argument("--init-from", default=None, help="start from these weights (e.g. the shipped gpt.safetensors) "
-                   "when the run folder has no checkpoint; a smaller class model is grown to --dim/--heads/--layers "
-                   "computing what it computed (same head size)")
-    p.add_argument("--start-step", type=int, default=0, help="with --init-from: the step the weights were taken at")
-    p.add_argument("--condition", choices=("caption", "class"), default="caption",
-                   help="caption: text-conditional (sentence-encoder tokens); class: factorised (identity, style, "
-                        "tone) classes")
-    p.add_argument("--repertoire", default="everyday", help="with --condition class: which identities to teach "
-                   "(models/classes.py REPERTOIRES: everyday, all)")
-    p.add_argument("--warm-start", default=None, help="copy the transformer (not the condition embedding) from "
-                   "these weights when the run folder has no checkpoint, e.g. a text model's gpt.safetensors")
-    p.add_argument("--grow-from", default=None, help="with --condition class: a trained class model's "
+    """The flags, grouped; the defaults are the default model's (emoji-64, v4.1) final stage."""
+    g = p.add_argument_group("data")
+    g.add_argument("--vq", default=None, help="the trained tokenizer (vq.safetensors); needed unless the run trains from a pack")
+    g.add_argument("--data", default=str(data_dir() / "emoji64"), help="the dataset folder (train data)")
+    g.add_argument("--pack", default=None, help="train from a training pack (--pack-out) instead of the dataset")
+    g.add_argument("--pack-out", default=None, help="write the prepared data of a class run to this file and stop")
+    g.add_argument("--condition", choices=("caption", "class"), default="class",
+                   help="class: factorised (identity, style, tone) classes (default); caption: text-conditional "
+                        "(sentence-encoder tokens, the first stages of the history)")
+    g.add_argument("--repertoire", default="everyday", help="with --condition class: which identities to teach "
+                   "(models/classes.py REPERTOIRES: everyday, all; default everyday)")
+    g.add_argument("--styles", default="fluent-flat,google", help="with --condition class: comma-separated art "
+                   "styles whose images train, or 'all' for every style of the data (default %(default)s)")
+    g.add_argument("--shifts", choices=sorted(SHIFT_SETS), default="none",
+                   help="with --condition class: train on the unshifted tokens only (none, the default) or on "
+                   "three copies shifted by 0 and ±2 px (three, as model v3)")
+    g.add_argument("--encoder", default="minilm", help="with --condition caption: the text encoder, minilm or "
+                   "hash:N for tests")
+
+    g = p.add_argument_group("model")
+    g.add_argument("--dim", type=int, default=256, help="width (default %(default)s)")
+    g.add_argument("--layers", type=int, default=6, help="transformer layers (default %(default)s)")
+    g.add_argument("--heads", type=int, default=8, help="attention heads (default %(default)s)")
+    g.add_argument("--dropout", type=float, default=0.0, help="with --condition class: token, residual and "
+                   "feed-forward dropout (default %(default)s)")
+    g.add_argument("--init-from", default=None, help="start from these weights of the same shape (e.g. the shipped "
+                   "gpt.safetensors) when the run folder has no checkpoint")
+    g.add_argument("--start-step", type=int, default=0, help="with --init-from: the step the weights were taken at")
+    g.add_argument("--grow-from", default=None, help="with --condition class: a trained class model's "
                    "gpt.safetensors (identities.json beside it); its classes keep their rows and the identities "
-                   "--repertoire adds get new ones")
-    p.add_argument("--shifts", choices=sorted(SHIFT_SETS), default="three",
-                   help="with --condition class: train on the unshifted tokens only (none) or on three copies "
-                   "shifted by 0 and ±2 px (three, as model v3)")
-    p.add_argument("--styles", default=None, help="with --condition class: comma-separated art styles whose images "
-                   "train (default: every style of the data)")
-    p.add_argument("--dropout", type=float, default=0.1, help="with --condition class: token, residual and "
-                   "feed-forward dropout")
-    p.add_argument("--neighbour-weight", type=float, default=0.0, help="share of each token's target given to its "
-                   "nearest codebook neighbours (neighbour-aware soft targets); 0 = plain cross-entropy")
-    p.add_argument("--neighbour-k", type=int, default=8, help="how many codebook neighbours share that weight "
-                   "(and --substitute draws from)")
-    p.add_argument("--jitter", choices=JITTER_KINDS, default=None, help="with --condition class: also train on "
-                   "jittered copies of every image (global: brightness/contrast/saturation/sharpen per picture; "
-                   "pixel: light noise per pixel; training/jitter.py)")
-    p.add_argument("--jitter-copies", type=int, default=4, help="with --jitter: copies per image (default 4)")
-    p.add_argument("--copy-targets", action="store_true", help="with --jitter: the target at each place is the "
-                   "mixture of the codes every copy of the picture has there (the context is one copy)")
-    p.add_argument("--copy-weight", type=float, default=1.0, help="with --copy-targets: the mixture's share of each "
-                   "target, the rest on the clean copy's code (default 1: the mixture alone)")
-    p.add_argument("--style-dropout", type=float, default=0.0, help="with --condition class: share of rows whose "
-                   "style is replaced by the learned style 'any' (added to the vocabulary), so a prompt without a "
-                   "style draws any of the identity's designs")
-    p.add_argument("--substitute", type=float, default=0.0, help="share of context tokens replaced by one of their "
-                   "--neighbour-k nearest codes (the targets stay): contexts a relaxed acceptance creates")
-    p.add_argument("--equivalents", default=None, help="with --condition class: the equivalence sets of these "
-                   "rows (`train equivalents`): targets spread over each position's codes that decode alike, "
-                   "contexts drawn from the same sets")
-    p.add_argument("--clean-share", type=float, default=0.5, help="with --equivalents: the target's share kept on "
-                   "the picture's own code (default 0.5)")
-    p.add_argument("--equivalent-inputs", type=float, default=0.3, help="with --equivalents: share of context "
-                   "tokens (of those with a set) replaced by a member of their set (default 0.3)")
-    p.add_argument("--equivalent-weighting", choices=WEIGHTINGS, default="uniform", help="with --equivalents: "
-                   "members weigh alike (uniform) or by how little they moved the picture (error)")
-    p.add_argument("--reading-classes", type=float, default=0.0, metavar="SHARE", help="with --equivalents: read "
-                   "each code as its reading class's centre (latent neighbours in each other's sets at least SHARE "
-                   "of the time; training/reading_classes.py) and spread the targets over classmates only; 0 = off")
-    p.add_argument("--train-only", default=None, metavar="PREFIXES", help="only the weights whose names start with "
-                   "these comma-separated prefixes learn, e.g. tok_embeddings,output (the rest stay frozen)")
-    p.add_argument("--encoder", default="minilm", help="text encoder: minilm, or hash:N for tests")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (faster only on CPUs with native bf16, "
-                   "AVX512_BF16/AMX; several times slower on AVX2-only CPUs)")
-    p.add_argument("--eval-images", type=int, default=128)
-    p.add_argument("--ema", type=float, default=0.0, help="keep an exponential moving average of the weights with "
+                   "the repertoire adds get new ones")
+    g.add_argument("--warm-start", default=None, help="copy the transformer (not the condition embedding) from "
+                   "these weights when the run folder has no checkpoint, e.g. a text model's gpt.safetensors")
+
+    g = p.add_argument_group("schedule and loop")
+    loop_arguments(g, LoopDefaults(steps=1500, batch=32, lr=5e-4, warmup=50, threads=2, log_every=25,
+                                   eval_every=400, checkpoint_seconds=180.0))
+    g.add_argument("--device", default="cpu", help="cpu or cuda (a GPU: packaging/gpu/train_v3_gpu.sh)")
+    g.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True, help="bf16 autocast (default "
+                   "on; faster only on CPUs with native bf16, AVX512_BF16/AMX, several times slower on AVX2-only "
+                   "CPUs: there give --no-bf16)")
+    g.add_argument("--ema", type=float, default=0.0, help="keep an exponential moving average of the weights with "
                    "this decay (e.g. 0.999) and export it instead of the raw weights; 0 = off")
-    p.add_argument("--validate-model", default=None, help="with --condition class: at every evaluation, draw "
-                   "validation classes and score them with this model folder's judge (its tokenizer decodes)")
-    p.add_argument("--validate-names", type=int, default=32, help="validation classes drawn (default 32)")
-    p.add_argument("--validate-seeds", type=int, default=2, help="seeds per validation class (default 2)")
-    p.add_argument("--validate-sampling", nargs="+", default=["0.5/10/2", "0.3/5/1.5"],
+
+    g = p.add_argument_group("ambiguity (model v5, the preview)")
+    g.add_argument("--jitter", choices=JITTER_KINDS, default=None, help="class runs: also train on jittered copies "
+                   "of every image (global: brightness/contrast/saturation/sharpen per picture; pixel: light noise per "
+                   "pixel; training/jitter.py)")
+    g.add_argument("--jitter-copies", type=int, default=4, help="with --jitter: copies per image (default 4)")
+    g.add_argument("--mixture-targets", action="store_true", help="with --jitter: soft targets, the target at each "
+                   "place is the mixture of the codes every copy of the picture has there (the context is one copy)")
+    g.add_argument("--substitute", type=float, default=0.0, metavar="SHARE", help="share of context tokens "
+                   "replaced by one of their nearest codes (the targets stay): the contexts a relaxed acceptance "
+                   "creates; 0 = off")
+    g.add_argument("--substitute-k", type=int, default=8, help="with --substitute: how many nearest codes a "
+                   "replacement is drawn from (default 8)")
+    g.add_argument("--style-dropout", type=float, default=0.0, help="class runs: share of rows whose style is "
+                   "replaced by the "
+                   "learned style 'any' (added to the vocabulary), so a prompt without a style draws any of the "
+                   "identity's designs")
+
+    g = p.add_argument_group("validation (class runs)")
+    g.add_argument("--validate-model", default=None, help=f"at every evaluation, draw {VALIDATE_NAMES} validation "
+                   f"classes × {VALIDATE_SEEDS} seeds and score them with this model folder's judge (its tokenizer "
+                   "decodes); the NLL is measured either way")
+    g.add_argument("--validate-sampling", nargs="+", default=["0.5/10/2", "0.3/5/1.5"],
                    help="samplings drawn at each validation, T/K/CFG or greedy/CFG (default 0.5/10/2 0.3/5/1.5)")
-    p.add_argument("--objective", choices=("nll", "cca"), default="nll", help="nll: next-token cross-entropy; "
-                   "cca: condition contrastive alignment of the --init-from weights, so that they draw without "
-                   "guidance (CFG 1); class runs only")
-    p.add_argument("--cca-reference", default=None, help="with --objective cca: the frozen reference (default: "
-                   "--init-from)")
-    p.add_argument("--cca-beta", type=float, default=BETA, help="with --objective cca: β (default %(default)s)")
-    p.add_argument("--cca-lambda", type=float, default=LAMBDA, help="with --objective cca: the negatives' weight λ "
-                   "(default %(default)s)")
-    p.add_argument("--cca-uncond", type=float, default=UNCOND_RATIO, help="with --objective cca: share of rows "
-                   "trained as the null class, which keeps guidance available (default %(default)s)")
-    p.add_argument("--export", dest="export_only", action="store_true",
+
+    g = p.add_argument_group("output")
+    g.add_argument("--run", default=str(runs_dir() / "ar"), help="the run folder (checkpoint, log, exported "
+                   "gpt.safetensors and metrics.json)")
+    g.add_argument("--export", dest="export_only", action="store_true",
                    help="write gpt.safetensors + metrics.json from the run's checkpoint without training")
     p.set_defaults(prepared=None)
 

@@ -1,6 +1,6 @@
-"""The AR model's training objective: next-token cross-entropy, optionally with neighbour-aware soft targets or
-copy-mixture targets, and the corrupted contexts (neighbour substitution, style dropout) a run may read.
-(Model v6's equivalence-set targets: :mod:`.equivalent_targets`.)
+"""The AR model's training objective: next-token cross-entropy, optionally against the mixture of the jittered
+copies' codes (``--mixture-targets``), and the corrupted contexts (neighbour substitution, style dropout) a run
+may read.
 """
 
 from __future__ import annotations
@@ -19,31 +19,18 @@ def neighbour_table(vq_path, k: int) -> torch.Tensor:
     return d.topk(k, largest=False).indices
 
 
-def nll(model: Transformer, tok, cond, mask, neighbours: torch.Tensor | None = None, weight: float = 0.0,
-        inputs: torch.Tensor | None = None, copies: torch.Tensor | None = None, copy_weight: float = 1.0):
-    """Next-token cross-entropy. With a neighbour table (V, k) and ``weight`` > 0 the target is
-    soft, neighbour-aware (as IAR / SNCE argue for image tokens): 1 − weight on the token, weight
-    spread evenly over its k nearest codebook neighbours. ``inputs``: the context tokens read (default
-    ``tok``; :func:`substitute_neighbours` makes contexts a relaxed acceptance creates), ``tok`` the targets.
+def nll(model: Transformer, tok, cond, mask, inputs: torch.Tensor | None = None, copies: torch.Tensor | None = None):
+    """Next-token cross-entropy. ``inputs``: the context tokens read (default ``tok``;
+    :func:`substitute_neighbours` makes contexts a relaxed acceptance creates), ``tok`` the targets.
     ``copies`` (B, C, T): every copy of each row's picture (clean and jittered); the target at each place is
-    then their mixture — the codes imperceptibly different pictures put there — instead of ``tok``'s one;
-    ``copy_weight`` < 1 keeps that share for the mixture and gives the rest to the clean copy's code."""
+    then their mixture — the codes imperceptibly different pictures put there — instead of ``tok``'s one."""
     # forward = teacher_forced_logits (through DDP's hooks when wrapped)
     logits = model((tok if inputs is None else inputs)[:, :-1], cond, mask)
-    flat, target = logits.reshape(-1, logits.shape[-1]), tok.reshape(-1)
-    if copies is not None:
-        logp = F.log_softmax(flat.float(), dim=-1)
-        mixture = -logp.gather(1, copies.permute(0, 2, 1).reshape(flat.shape[0], -1)).mean()
-        if copy_weight >= 1:
-            return mixture
-        clean = -logp.gather(1, copies[:, 0].reshape(-1, 1)).mean()  # copy 0: the clean, unshifted tokens
-        return (1 - copy_weight) * clean + copy_weight * mixture
-    if neighbours is None or weight <= 0:
-        return F.cross_entropy(flat, target)
-    logp = F.log_softmax(flat, dim=-1)
-    hard = -logp.gather(1, target[:, None]).squeeze(1)
-    soft = -logp.gather(1, neighbours[target]).mean(1)
-    return ((1 - weight) * hard + weight * soft).mean()
+    flat = logits.reshape(-1, logits.shape[-1])
+    if copies is None:
+        return F.cross_entropy(flat, tok.reshape(-1))
+    logp = F.log_softmax(flat.float(), dim=-1)
+    return -logp.gather(1, copies.permute(0, 2, 1).reshape(flat.shape[0], -1)).mean()
 
 
 def substitute_neighbours(tok: torch.Tensor, neighbours: torch.Tensor, share: float,

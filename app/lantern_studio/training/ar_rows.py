@@ -1,8 +1,7 @@
 """The AR model's training rows: the dataset tokenized once (at each shift, with jittered copies), caption variants
 embedded, each image's class under the repertoire rule, cached in the run folder; and training packs of them.
 
-Used by ``train ar`` (:mod:`.ar`) and the measuring commands that must see exactly its rows (``train
-equivalents``).
+Used by ``train ar`` (:mod:`.ar`); ``train retoken`` tokenizes with the same helper.
 """
 
 from __future__ import annotations
@@ -186,9 +185,9 @@ def tokenize_jitter(images: np.ndarray, vq, jitter: Jitter, clean: torch.Tensor,
 
 
 def parse_styles(text: str | None) -> list[str] | None:
-    """``--styles a,b`` → ["a", "b"]; None (every style) when not given or empty."""
+    """``--styles a,b`` → ["a", "b"]; None (every style of the data) for ``all``, or when empty."""
     names = [t.strip() for t in (text or "").split(",") if t.strip()]
-    return names or None
+    return None if names == ["all"] else names or None
 
 
 def write_pack(prep: Prep, path: Path) -> None:

@@ -1,5 +1,4 @@
-"""The measuring commands' seeded sample of a built dataset (``train jitter``, ``train colours``,
-``train retoken``)."""
+"""The measuring commands' seeded sample of a built dataset (``train jitter``, ``train retoken``)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from .errors import TrainingError
 
 def dataset_sample(data, images: int, seed: int, command: str, limit: int) -> np.ndarray:
     """``images`` dataset pictures (N, H, W, 3) uint8 drawn with ``seed``, in dataset order, for a measuring
-    command (``train jitter``, ``train colours``): a missing or damaged dataset, or a count outside [1, limit],
+    command (``train jitter``, ``train retoken``): a missing or damaged dataset, or a count outside [1, limit],
     is one ``TrainingError`` line naming ``command``."""
     try:
         pictures, _meta, _manifest = load_dataset(data)

@@ -6,15 +6,7 @@
 * data: a dataset folder with ``images.npy`` ((N, H, W, 3) uint8) and
   ``meta.jsonl`` (one JSON object per row, ``split`` in {"train", "heldout"}).
 * losses: L1 + L2 reconstruction, a cheap image-gradient (edge) L1 term,
-  codebook + commitment (straight-through estimator), and optionally an L1
-  term on the colour error along the data's principal colour axes, each
-  weighted by how little the data varies along it (``--colour-whiten``: emoji
-  hardly vary from green to magenta, so a plain loss lets green turn grey).
-  No pretrained networks.
-* colour balance (``--balance-hues``): pictures drawn by the hue family of
-  their drawn pixels (green is 2 % of the emoji). Measured on the eight-set
-  data, neither this nor ``--colour-whiten`` kept green sooner than the plain
-  recipe, which learns it by step ~1000 (the model card's session 17).
+  codebook + commitment (straight-through estimator). No pretrained networks.
 * codebook health: spherical k-means initialisation of the codebook from
   encoder outputs after a short warm-up, then dead-code restarts (codes
   unused for a while are moved onto current encoder outputs, sampled in
@@ -45,7 +37,6 @@ import torch.nn.functional as F
 
 from lantern_studio import paths
 from lantern_studio.engine.tokenizer import VQArgs, VQModel, load_vq, read_vq_args, save_vq
-from .colours import colour_whitening, hue_balance, picture_families
 from .common import atomic_write_text as _atomic_write_text
 from .common import cosine_lr as _lr_at
 from .errors import TrainingError, need
@@ -337,24 +328,6 @@ class _Trainer:
         self.perm = torch.randperm(len(data.train), generator=self.gen)
         self.perm_pos = 0
         self.epoch = 0
-        self.whiten = None  # (3, 3) colour whitening of --colour-whiten
-        self.colour_axes = None  # what it was made of, for metrics.json
-        if a.colour_whiten > 0:
-            w, spread = colour_whitening(data.train, every=max(1, len(data.train) // 2000))
-            self.whiten = torch.from_numpy(w).float().to(self.device)
-            self.colour_axes = {"axes_weighted": w.round(4).tolist(), "spread": spread.round(5).tolist()}
-            self.log("colour whitening (weight %g): axes %s, spread %s -> weights %s" % (
-                a.colour_whiten, np.round(w / np.linalg.norm(w, axis=1, keepdims=True), 2).tolist(),
-                np.round(spread, 4).tolist(), np.round(np.linalg.norm(w, axis=1), 2).tolist()))
-        self.weights = None  # hue-balanced sampling weights, or None for epochs of a shuffled order
-        if a.balance_hues > 0:
-            families = picture_families(data.train)
-            weights = hue_balance(families, a.balance_hues)
-            self.weights = torch.from_numpy(weights)
-            names = sorted(set(families))
-            share = {f: sum(w for w, g in zip(weights, families) if g == f) for f in names}
-            self.log("hue-balanced sampling (alpha %g): %s" % (a.balance_hues, ", ".join(
-                f"{f} {families.count(f) / len(families):.1%} -> {share[f]:.1%}" for f in names)))
         self.amp = _amp_enabled(a.precision, self.device)
 
     def extra_state(self) -> dict[str, Any]:
@@ -389,8 +362,6 @@ class _Trainer:
 
     # -- batches -----------------------------------------------------------
     def _next_indices(self, b: int) -> torch.Tensor:
-        if self.weights is not None:
-            return torch.multinomial(self.weights, b, replacement=True, generator=self.gen)
         out = []
         while b > 0:
             if self.perm_pos >= len(self.perm):
@@ -466,8 +437,6 @@ class _Trainer:
         l1 = (recon - x).abs().mean()
         l2 = (recon - x).pow(2).mean()
         loss = l1 + l2 + info["codebook"] + info["commit"] + info["entropy"]
-        if self.whiten is not None:  # the colour error with every colour direction weighed alike
-            loss = loss + a.colour_whiten * torch.einsum("ij,bjhw->bihw", self.whiten, recon - x).abs().mean()
         edge = torch.zeros(())
         if a.edge_weight > 0:
             edge = ((recon.diff(dim=-1) - x.diff(dim=-1)).abs().mean()
@@ -520,9 +489,6 @@ class _Trainer:
             "batch": int(self.a.batch),
             "precision": "bf16-autocast" if self.amp else "fp32",
             "decoder_only": bool(self.a.decoder_only),
-            "balance_hues": float(self.a.balance_hues),
-            "colour_whiten": float(self.a.colour_whiten),
-            "colour_axes": self.colour_axes,
             "init_from": str(self.a.init_from) if self.a.init_from else None,
             "init_steps": self.init_steps,
             "data": str(self.data.path),
@@ -575,12 +541,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-clip", type=float, default=1.0)
     g.add_argument("--edge-weight", type=float, default=0.2, help="weight of the image-gradient L1 loss")
     g.add_argument("--shift", type=int, default=2, help="max random shift in px (white fill; default 2)")
-    g.add_argument("--colour-whiten", type=float, default=0.0,
-                   help="weight of an L1 loss on the colour error along the data's colour axes, each weighed by "
-                        "how little the data varies along it (default 0: off)")
-    g.add_argument("--balance-hues", type=float, default=0.0,
-                   help="draw pictures by the hue family of their drawn pixels: 0 as the data has them (default), "
-                        "1 every family equally often")
 
     g = parser.add_argument_group("codebook")
     g.add_argument("--kmeans-step", type=int, default=100,
@@ -606,8 +566,6 @@ def _check_args(a: argparse.Namespace) -> None:
     check_loop_arguments(a)
     need(0 <= a.min_lr_ratio <= 1, "--min-lr-ratio", "in [0, 1]", a.min_lr_ratio)
     need(a.shift >= 0, "--shift", ">= 0", a.shift)
-    need(a.colour_whiten >= 0, "--colour-whiten", ">= 0", a.colour_whiten)
-    need(0 <= a.balance_hues <= 1, "--balance-hues", "in [0, 1]", a.balance_hues)
     need(a.eval_batch >= 1, "--eval-batch", ">= 1", a.eval_batch)
     need(a.kmeans_batches >= 1, "--kmeans-batches", ">= 1", a.kmeans_batches)
     need(a.kmeans_points >= 1, "--kmeans-points", ">= 1", a.kmeans_points)

@@ -63,7 +63,7 @@ def run_bench(pipe, prompts: Sequence[str], methods: Sequence[Method], seed: int
     load_start = _loadavg()
     t_start = time.perf_counter()
 
-    if warmup:  # untimed: caches, proximity tables, allocator, lazy imports
+    if warmup:  # untimed: caches, neighbour tables, allocator, lazy imports
         for m in methods:
             generate_one(pipe_for(m), m, prompts[0], seeds[0], 0)
             order.append({"phase": "warmup", "prompt_index": 0, "seed": seeds[0], "method": m.name})
