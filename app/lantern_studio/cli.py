@@ -126,6 +126,8 @@ COMMANDS = (
         Command("jitter", ".training.jitter",
                 "measure how jittered copies move an image's tokens to latent neighbours"),
         Command("retoken", ".training.retoken", "carry an AR model's token rows over to a new tokenizer's codes"),
+        Command("replay", ".training.replay", "replay a bundled model's recipe, stage by stage, checking each "
+                "stage's output hashes"),
     )),
     Command("models", ".commands.models", "list, download and remove models"),
     Command("doctor", ".doctor", "report the environment for bug reports"),

@@ -3,6 +3,7 @@ schedule. The loop itself (budget, checkpoint, resume, stop) is :mod:`.loop`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import sys
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
 
 from ..engine.files import atomic_write
 
@@ -40,6 +42,20 @@ def cosine_lr(step: int, total: int, peak: float, warmup: int, floor: float = 0.
         return peak * (step + 1) / warmup
     t = min(1.0, (step - warmup) / max(1, total - warmup))
     return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def tensors_digest(tensors) -> str:
+    """sha256 over named tensors (a state dict, or a safetensors file's path): each name, dtype, shape and
+    bytes in name order. Equal digests mean identical weights; a file's own bytes also carry its metadata,
+    whose order varies between writers, so weights are compared by this, never by the file's hash."""
+    if not isinstance(tensors, dict):
+        tensors = load_file(str(tensors))  # a file's tensors, on the CPU
+    h = hashlib.sha256()
+    for name, t in sorted(tensors.items()):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}|{str(t.dtype).removeprefix('torch.')}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
 
 
 def atomic_torch_save(obj, path: Path) -> None:

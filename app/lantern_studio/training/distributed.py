@@ -8,13 +8,14 @@ a no-op and the command runs as a single process, unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
+
+from .common import tensors_digest
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,5 @@ def wrap(model: torch.nn.Module, group: Group) -> torch.nn.Module:
 
 
 def state_digest(module: torch.nn.Module) -> str:
-    """sha256 over the state dict's names and bytes: equal digests ⇔ identical weights."""
-    h = hashlib.sha256()
-    for k, v in sorted(module.state_dict().items()):
-        h.update(k.encode())
-        h.update(v.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
+    """sha256 over the state dict's names, dtypes, shapes and bytes: equal digests ⇔ identical weights."""
+    return tensors_digest(module.state_dict())

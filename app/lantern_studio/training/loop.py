@@ -79,11 +79,13 @@ class LoopSettings:
     log_every: int = 20
     eval_every: int = 0  # 0: only the final evaluation
     stop_after: int | None = None  # steps of this invocation (tests)
+    stop_at: int | None = None  # the global step a recipe's schedule segment ends at (train replay)
 
     @classmethod
     def from_args(cls, a) -> "LoopSettings":
         return cls(steps=a.steps, budget_minutes=a.budget_minutes, checkpoint_seconds=a.checkpoint_seconds,
-                   log_every=a.log_every, eval_every=a.eval_every, stop_after=getattr(a, "stop_after", None))
+                   log_every=a.log_every, eval_every=a.eval_every, stop_after=getattr(a, "stop_after", None),
+                   stop_at=getattr(a, "stop_at", None))
 
 
 @dataclass(frozen=True)
@@ -404,6 +406,8 @@ class TrainingLoop:
             return f"wall budget of {s.budget_minutes:g} min spent"
         if s.stop_after is not None and steps_here >= s.stop_after:
             return f"--stop-after {s.stop_after} reached"
+        if s.stop_at is not None and self.trainer.step >= s.stop_at:
+            return f"step {s.stop_at} reached"
         if self.should_stop is not None and self.should_stop():
             return "cancelled"
         return ""
