@@ -38,6 +38,11 @@ NO_COMPILER = ("compiled decoding unavailable, running eagerly (no C++ compiler 
                "clang++, or name one in CXX)")
 
 
+#: how a target with no compiled steps at all (a transformers-backed one) begins its ``note``: the studio
+#: says "not available" for it, not "failed"
+NOT_AVAILABLE = "compiled steps: not available"
+
+
 class StepGraphs:
     """Compiled ``static_step`` graphs of one runner (``Runner.compile`` makes them), by (rows, width)."""
 

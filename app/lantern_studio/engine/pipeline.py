@@ -27,7 +27,7 @@ from . import precision as _precision
 from .compiled import StepGraphs
 from .compiled_decoding import compiled_rows, compiled_widths
 from .model import Transformer
-from .runner import Runner
+from .runner import target_for
 from .settings import GenerationSettings, SettingsError
 from .conditioners import Conditioner
 
@@ -144,7 +144,7 @@ class ImagePipeline:
         """A runner over the target's weights as they are now, keeping the compiled steps (bound to the
         weights they were made for: new weights compile again on first use)."""
         graphs = self.runner.graphs
-        self.runner = Runner(self.gpt)
+        self.runner = target_for(self.gpt)
         self.runner.graphs = graphs
 
     def with_precision(self, precision: "str | torch.dtype") -> "ImagePipeline":
@@ -157,7 +157,7 @@ class ImagePipeline:
             return self
         other = copy.copy(self)
         other.gpt = _precision.cast_transformer(copy.deepcopy(self.gpt), dtype)
-        other.runner = Runner(other.gpt)
+        other.runner = target_for(other.gpt)
         if self.eagle is not None:
             other.eagle = _precision.cast_transformer(copy.deepcopy(self.eagle), dtype)
         if self.heads is not None:

@@ -23,25 +23,22 @@ costs only its caches.
 from __future__ import annotations
 
 import copy
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from .compiled import StepGraphs
 from .model import KVCache, Transformer, apply_rope, rope_complex
+from .target import DecodeTarget
 
 
-class DecodeTarget(Protocol):
-    """What a decode loop asks of its target: the model (its config, embeddings, output head and
-    rotary table, read by drafters), a sequence's caches, the prefix and the steps."""
-
-    model: Transformer
-    compiled_calls: int  # steps a compiled graph ran so far (0 for the reference)
-
-    def start_sequence(self, batch: int, caption_mask: Optional[torch.Tensor] = None) -> None: ...
-    def prefill(self, cond: torch.Tensor) -> tuple: ...
-    def step(self, tokens: torch.Tensor, first_index: int) -> tuple: ...
+def target_for(model) -> DecodeTarget:
+    """The decode target the pipeline decodes ``model`` with: the fast path (a :class:`Runner`) for the
+    engine's own Transformer, or the target a foreign model brings itself (``model.decode_target()``:
+    a transformers-backed one, ``models/janus.py``)."""
+    make = getattr(model, "decode_target", None)
+    return make() if callable(make) else Runner(model)
 
 
 def rms_norm_(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
