@@ -26,7 +26,7 @@ from ..engine.checkpoints import CheckpointError
 from ..models import BUNDLED, bundled_dir
 from ..models.catalogue import CATALOGUE, get_entry, remove, shared_files, status
 from ..models.hub import (DownloadCancelled, HubError, cached_path, check_free_space, download, format_size,
-                          hf_cache_dir, is_offline, prepare, verify_cached)
+                          hf_cache_dir, is_offline, missing, prepare, verify_cached)
 from ..training import self_distill
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -121,7 +121,10 @@ def cmd_info(args) -> int:
     print(f"{e.name}: {e.title}")
     print(f"  {e.image_size}×{e.image_size} px, {e.grid}×{e.grid} = {e.tokens} tokens, vocabulary {a.vocab_size}, "
           f"{a.n_layer} layers × {a.dim} wide, ≈{e.params / 1e6:.0f} M parameters")
-    print(f"  conditioning: {'ImageNet-1k class name' if e.kind == 'c2i' else f'caption ({e.text_encoder.repo_id}, {e.text_encoder.length} tokens)'}")
+    if e.kind == "janus":
+        print("  conditioning: the prompt in Janus's chat template, then <begin_of_image> (its own tokenizer)")
+    else:
+        print(f"  conditioning: {'ImageNet-1k class name' if e.kind == 'c2i' else f'caption ({e.text_encoder.repo_id}, {e.text_encoder.length} tokens)'}")
     d = e.defaults
     print(f"  defaults: cfg {d.cfg_scale}, top-k {d.top_k}, top-p {d.top_p}, temperature {d.temperature}")
     print(f"  state: {st['state']}{' (+ self-distilled eagle drafter)' if st['drafter'] else ''}")
@@ -186,6 +189,8 @@ def cmd_download(args) -> int:
         bar.close()
         return _err(f"{plan.cache_dir}: {err.strerror or err}")
     bar.close()
+    if e.shards() and missing(e.files):  # the shard index is in: now the shards it names
+        return cmd_download(args)
     print(f"downloaded {e.name} ({format_size(plan.total_bytes)}); try: lantern-studio generate "
           f"{'golden retriever' if e.kind == 'c2i' else repr('a photo of a cat')} --model {e.name}")
     return EXIT_OK

@@ -11,6 +11,7 @@ from ..engine.precision import resolve
 from ..engine.settings import GenerationSettings
 from ..paths import cache_dir, resources_dir
 from . import catalogue
+from .janus import JANUS_DEFAULTS, is_janus_folder, load_janus_dir
 from .local import load_model_dir, read_manifest
 from .tiny import build_tiny_model_dir
 
@@ -79,6 +80,8 @@ def model_defaults(spec: Optional[str]):
         folder = resolve_spec(spec)
         if not isinstance(folder, Path):
             return None
+        if is_janus_folder(folder):
+            return JANUS_DEFAULTS
         return GenerationSettings.from_dict(read_manifest(folder).get("defaults") or {}).validate()
     except (CheckpointError, OSError, TypeError, ValueError):
         return None
@@ -98,7 +101,8 @@ def _bundled_or_error(name: str = BUNDLED_NAME) -> Path:
 def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, verify: bool = True,
                   precision: Optional[str] = "auto"):
     """The model a spec names (see :func:`resolve_spec`) as an ImagePipeline: a
-    model folder with model.json, or a catalogue model from the local HF cache.
+    model folder with model.json, a transformers ``save_pretrained`` Janus-Pro folder
+    (model + processor, models/janus.py), or a catalogue model from the local HF cache.
 
     ``verify`` checks a folder's files against model.json's sha256 before first use
     (the verdict is remembered per file by size and mtime, so start-up stays fast).
@@ -111,4 +115,6 @@ def load_pipeline(spec: Optional[str] = None, device: Optional[str] = None, veri
     if isinstance(where, str):
         # cast once, to the asked precision (not to auto first: a bf16 round trip would round the weights)
         return catalogue.load_entry(where, device=device, dtype=precision)
+    if is_janus_folder(where):  # a transformers save_pretrained folder (Janus-Pro): cast as it loads
+        return load_janus_dir(where, device=device, precision=precision)
     return load_model_dir(where, verify=verify, device=device).set_precision(precision)

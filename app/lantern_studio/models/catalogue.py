@@ -47,6 +47,7 @@ from ..engine.text import ClassConditioner
 from ..engine.tokenizer import load_llamagen_vq
 from ..paths import cache_dir
 from .hub import HubFile, cached_path, download_files, format_size, missing, remove_files
+from .janus import JANUS_DEFAULTS, load_janus_dir
 from .local import load_eagle
 
 LLAMAGEN_README = "https://github.com/FoundationVision/LlamaGen/blob/main/README.md"
@@ -89,9 +90,9 @@ class Entry:
 
     name: str
     title: str
-    kind: str  # "c2i" | "t2i"
-    gpt: HubFile
-    vq: HubFile
+    kind: str  # "c2i" | "t2i" | "janus" (a transformers folder: models/janus.py)
+    gpt: HubFile  # the GPT's weights (janus: the whole model's, or its shard index)
+    vq: Optional[HubFile]  # None for janus: its VQ is inside the model's weights
     model_args: dict  # official ModelArgs fields (+ "preset": "GPT-B" ...)
     image_size: int
     defaults: GenerationSettings
@@ -103,6 +104,8 @@ class Entry:
     vq_params: int = 72_000_000
     source: str = LLAMAGEN_README
     notes: str = ""
+    # janus: the folder's other files (config, generation config, processor and tokenizer files)
+    extra_files: tuple = ()
 
     @property
     def grid(self) -> int:
@@ -115,10 +118,29 @@ class Entry:
     @property
     def files(self) -> tuple:
         extra = self.text_encoder.files if self.text_encoder is not None else ()
-        return (self.gpt, self.vq, *extra)
+        return tuple(f for f in (self.gpt, self.vq, *extra, *self.extra_files, *self.shards()) if f is not None)
+
+    def shards(self) -> tuple:
+        """The weight shards a downloaded shard index names (``model.safetensors.index.json``): exactly the
+        files transformers will open. Known once the index is in the cache; until then the index stands for
+        them, with the weights' approximate size."""
+        if not self.gpt.filename.endswith(".index.json"):
+            return ()
+        path = cached_path(self.gpt)
+        if path is None:
+            return ()
+        try:
+            names = sorted(set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return ()
+        each = self.gpt.size // max(1, len(names))
+        return tuple(HubFile(self.gpt.repo_id, n, size=each, revision=self.gpt.revision, role="weights")
+                     for n in names if isinstance(n, str) and "/" not in n and n.endswith(".safetensors"))
 
     @property
     def download_size(self) -> int:
+        if self.shards():  # the index's own size stood for the weights until it was read
+            return sum(f.size for f in self.files if f is not self.gpt)
         return sum(f.size for f in self.files)
 
     @property
@@ -210,6 +232,46 @@ def _t2i(filename: str, image_size: int, stage: str) -> Entry:
     )
 
 
+JANUS_SOURCE = "https://github.com/deepseek-ai/Janus"
+JANUS_LICENCE = (
+    "Janus-Pro: MIT per the Hub model card (huggingface.co/{repo}); DeepSeek's repository also names the "
+    "DeepSeek Model License for the weights' use: check both before redistributing images or weights."
+)
+# What transformers' from_pretrained reads from a Janus folder beside the weights (sizes approximate)
+_JANUS_SMALL = [("config.json", 2_000), ("generation_config.json", 200), ("preprocessor_config.json", 400),
+                ("processor_config.json", 300), ("special_tokens_map.json", 500), ("tokenizer.json", 7_610_000),
+                ("tokenizer_config.json", 170_000)]
+
+
+def _janus(size: str, params: int) -> Entry:
+    """Janus-Pro in transformers' format (deepseek-community/Janus-Pro-*), bf16 weights (2 bytes a parameter):
+    1B in one model.safetensors, 7B in shards named by model.safetensors.index.json."""
+    repo = f"deepseek-community/Janus-Pro-{size}"
+    single = size == "1B"
+    weights = HubFile(repo, "model.safetensors" if single else "model.safetensors.index.json", size=params * 2,
+                      role="weights")
+    dim, layers, heads = (2048, 24, 16) if single else (4096, 30, 32)
+    return Entry(
+        name=f"janus-pro-{size.lower()}",
+        title=f"Janus-Pro-{size} text→image 384px (DeepSeek, via transformers)",
+        kind="janus",
+        gpt=weights,
+        vq=None,
+        extra_files=tuple(HubFile(repo, n, size=b, role="config") for n, b in _JANUS_SMALL),
+        model_args=dict(dim=dim, n_layer=layers, n_head=heads, vocab_size=16384, block_size=576, cls_token_num=64,
+                        model_type="janus"),
+        image_size=384,
+        defaults=JANUS_DEFAULTS,
+        params=params - 72_000_000,
+        licence=JANUS_LICENCE.format(repo=repo),
+        source=JANUS_SOURCE,
+        notes=("Conditioning: Janus's chat template and <begin_of_image>; guidance as Janus does it (pad-masked "
+               "unconditional rows), CFG 5, temperature 1. Its VQ is LlamaGen's design (16,384 codes of 8 dims). "
+               "Memory: ≈4.6 GB in bf16, ≈8.5 GB in fp32" if single else
+               "Memory: ≈15 GB in bf16, ≈30 GB in fp32 (a CPU without native bf16 runs fp32)") + ".",
+    )
+
+
 _ENTRIES = [
     _c2i("B", "GPT-B", 256, 111_000_000),
     _c2i("L", "GPT-L", 256, 343_000_000),
@@ -220,6 +282,8 @@ _ENTRIES = [
     _c2i("3B", "GPT-3B", 384, 3_100_000_000, fsdp=True),
     _t2i("t2i_XL_stage1_256.pt", 256, "stage 1"),
     _t2i("t2i_XL_stage2_512.pt", 512, "stage 2"),
+    _janus("1B", 2_090_000_000),
+    _janus("7B", 7_420_000_000),
 ]
 
 CATALOGUE: Dict[str, Entry] = {e.name: e for e in _ENTRIES}
@@ -317,8 +381,13 @@ def shared_files(name: str) -> list:
 
 
 def download(name: str, progress=None, cancel=None) -> dict:
-    """Fetch an entry's files into the HF cache (see hub.download_files)."""
-    return download_files(get_entry(name).files, progress=progress, cancel=cancel)
+    """Fetch an entry's files into the HF cache (see hub.download_files). A sharded entry's shards are known
+    once its index is in: they are fetched in a second pass."""
+    e = get_entry(name)
+    got = download_files(e.files, progress=progress, cancel=cancel)
+    if e.shards() and missing(e.files):
+        got.update(download_files(e.files, progress=progress, cancel=cancel))
+    return got
 
 
 def remove(name: str, dry_run: bool = False) -> int:
@@ -372,6 +441,9 @@ def load_entry(name: str, device: Optional[str] = None, dtype="auto", drafter: b
     """
     e = get_entry(name)
     paths = local_files(e.name)
+    if e.kind == "janus":  # a transformers folder: the snapshot folder holding its files
+        return load_janus_dir(paths[e.gpt].parent, device=device, precision=dtype, name=e.name,
+                              source=ModelSource(catalogue=e.name))
     gpt = load_llamagen_gpt(paths[e.gpt], **dict(e.model_args))
     try:
         vq = load_llamagen_vq(paths[e.vq])

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..engine.compiled import NOT_AVAILABLE
 from ..engine.compiled_decoding import COMPILED, EAGER, CompiledDecoding
 from ..engine.decode_paths import FAMILIES, FAMILY_WORDS, describe
 from ..paths import cache_dir
@@ -45,8 +46,10 @@ COMPILED_STEPS = StepsVerdict(COMPILED, "compiled")
 
 
 def failed_steps(note: str) -> StepsVerdict:
-    """``steps`` when compiling failed: eager, and the tooltip says why (``note``)."""
-    return StepsVerdict(EAGER, "eager (compiling failed)", note)
+    """``steps`` when compiling failed, or the model has no compiled steps at all: eager, and the tooltip
+    says why (``note``)."""
+    return StepsVerdict(EAGER, "eager (no compiled steps)" if note.startswith(NOT_AVAILABLE) else
+                        "eager (compiling failed)", note)
 
 
 def compile_cache() -> Path:
