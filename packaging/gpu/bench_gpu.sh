@@ -6,11 +6,13 @@
 #   doctor.txt                 the machine
 #   bench-bundled.json/.txt    the bundled model on the common prompts: vanilla, exact and LANTERN (Jacobi L12),
 #                              eager and compiled (CUDA graphs), in bf16; the fastest vanilla is the reference
+#   janus-<SIZE>.json          Janus-Pro-1B / -7B's shapes (random weights) through the transformers target
+#                              (models/janus.py): prefill, a step, a verify of each width, tokens/s, GPU memory
 #   scale-<PRESET>.json/.txt   a LlamaGen-sized target (random weights: the cost does not depend on them) timed
 #                              at every verify width, with and without guidance rows, compiled, and the bundled
 #                              model's measured tokens per round projected onto it
 # Knobs (environment): DEVICE (cuda), PRESETS ("GPT-B GPT-L GPT-XL"), GRID (24: 384 px), N (12 prompts),
-# SEEDS (2 per prompt), PRECISION (bf16), METHODS (the three above). On a CPU (DEVICE=cpu, PRESETS=GPT-B,
+# SEEDS (2 per prompt), PRECISION (bf16), METHODS (the three above), JANUS_SIZES ("1B 7B"; "" skips them). On a CPU (DEVICE=cpu, PRESETS=GPT-B,
 # GRID=4, N=1) the same script runs in a minute: tests/eval/test_gpu_script.py.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -36,5 +38,9 @@ for preset in ${PRESETS:-GPT-B GPT-L GPT-XL}; do
       ${WIDTHS:+--widths $WIDTHS} ${ROUNDS:+--rounds $ROUNDS} ${REPEATS:+--repeats $REPEATS} \
       --json "$out/scale-$preset-$guidance.json" | tee "$out/scale-$preset-$guidance.txt"
   done
+done
+for size in ${JANUS_SIZES-1B 7B}; do
+  python3 -m lantern_studio.eval.janus_cost --size "$size" --device "$device" --precision "$precision" \
+    ${WIDTHS:+--widths $WIDTHS} --json > "$out/janus-$size.json"
 done
 ls -l "$out"

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_gpu_script_writes_the_bundled_bench_and_each_scale_probe(tmp_path):
     env = {**os.environ, "DEVICE": "cpu", "PRESETS": "GPT-B", "GRID": "4", "N": "1", "SEEDS": "1", "COMPILE": "",
            "PRECISION": "fp32", "WIDTHS": "1 2 4", "ROUNDS": "1", "REPEATS": "1",
-           "METHODS": "vanilla-fp32 exact-jacobi-L8", "OMP_NUM_THREADS": "1",
+           "METHODS": "vanilla-fp32 exact-jacobi-L8", "OMP_NUM_THREADS": "1", "JANUS_SIZES": "",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     out = tmp_path / "gpu"
     done = subprocess.run(["bash", str(REPO / "packaging" / "gpu" / "bench_gpu.sh"), str(out)], env=env,
