@@ -189,3 +189,15 @@ def test_a_hostile_or_broken_janus_folder_is_one_line_and_runs_nothing(tmp_path,
         load_pipeline(str(folder), precision="fp32")
     assert "\n" not in str(err.value) and str(folder) in str(err.value)
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_the_benchs_timing_probes_run_on_a_janus_target(grid4):
+    """The bench's step-vs-floor and verify-cost-by-width probes (which step a window at an index past the
+    prefix) run on a transformers target as on our own GPT: the cache holds the context they step after."""
+    from lantern_studio.eval.floor import step_vs_floor
+    from lantern_studio.eval.width_cost import cost_curve
+
+    floor = step_vs_floor(grid4, PROMPT, steps=4, repeats=1)
+    assert floor["step_ms"] > 0 and floor["floor_ms"] > 0 and floor["rows"] == 2
+    curve = cost_curve(grid4, PROMPT, widths=(1, 2, 4), rounds=1, repeats=1)
+    assert [c["width"] for c in curve] == [1, 2, 4] and all(c["ms"] > 0 for c in curve)

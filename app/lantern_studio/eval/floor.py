@@ -13,11 +13,16 @@ import time
 import torch
 
 from ..engine.decode import cfg_batch
+from ..engine.model import Transformer
 
 
 def _weights(runner):
-    """Every matrix one decode step multiplies by, as the runner holds them (w1 and w3 fused or not)."""
+    """Every matrix one decode step multiplies by, as the runner holds them (w1 and w3 fused or not); for a
+    target of another kind (a transformers model behind the target protocol), every Linear it holds."""
     gpt = runner.model
+    if not isinstance(gpt, Transformer):
+        yield from (m.weight for m in gpt.modules() if isinstance(m, torch.nn.Linear))
+        return
     for i, layer in enumerate(gpt.layers):
         a, f = layer.attention, layer.feed_forward
         yield from (a.wqkv.weight, a.wo.weight)

@@ -46,6 +46,8 @@ def runner_cost_curve(runner, cond: torch.Tensor, mask, total: int, widths: Sequ
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     runner.start_sequence(rows, mask)
     runner.prefill(cond)
+    if first:  # the context a verify at ``first`` has (a transformers target's cache must hold it)
+        runner.step(torch.zeros(rows, first, dtype=torch.long, device=device), 0)
     try:
         for rep in range(repeats + 1):
             for width in sizes:
