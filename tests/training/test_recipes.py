@@ -106,3 +106,22 @@ def test_a_pinned_stage_needs_each_files_hash():
                       'pinned = { "gpt.safetensors" = "abc1234:snapshots/x.safetensors" }\n'
                       f'expect = {{ "gpt.safetensors" = "tensors:{"0" * 64}" }}')
     assert parse_recipe(ok, "tiny.toml").stages[0].pinned == {"gpt.safetensors": "abc1234:snapshots/x.safetensors"}
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
+def test_every_stage_of_the_recipes_parses_with_its_commands_flags_today(path, tmp_path):
+    """A flag renamed or dropped in a trainer breaks the recipe that uses it: every command line of every stage
+    parses with its command's own parser, and its steps are the schedule's."""
+    from lantern_studio.training.replay import command_lines, parse_stage_args
+
+    recipe = read_recipe(path)
+    folders = {s.name: tmp_path / s.name for s in recipe.stages}
+    for stage in recipe.stages:
+        if stage.pinned:
+            continue
+        lines = command_lines(stage, folders[stage.name], folders, ROOT)
+        assert len(lines) == max(1, len(stage.schedule))
+        for (argv, until), seg in zip(lines, stage.schedule or [None] * len(lines)):
+            ns = parse_stage_args(stage, argv)
+            if seg is not None:
+                assert (ns.steps, until) == (seg.steps, seg.until), stage.name
