@@ -24,7 +24,11 @@ def test_the_gpu_script_writes_the_bundled_bench_and_each_scale_probe(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     bench = json.loads((out / "bench-bundled.json").read_text())
-    assert {m["name"] for m in bench["methods"]} == {"vanilla-fp32", "exact-jacobi-L8"}
+    names = {m["name"] for m in bench["methods"]}
+    # the methods asked for, and the bench's own vanilla at another precision where this machine runs one
+    # natively (the speed-ups are against the fastest vanilla)
+    assert names >= {"vanilla-fp32", "exact-jacobi-L8"}
+    assert names - {"vanilla-fp32", "exact-jacobi-L8"} <= {"vanilla-bf16", "vanilla-fp16"}
     for guidance, rows in (("cfg", 2), ("no-cfg", 1)):
         probe = json.loads((out / f"scale-GPT-B-{guidance}.json").read_text())
         assert probe["rows"] == rows and probe["projection"][0]["name"] == "exact-jacobi-L8"
