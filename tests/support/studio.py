@@ -22,6 +22,10 @@ def open_window(qtbot, folder):
     w.show()
     if folder is not None:
         qtbot.waitUntil(lambda: w.model_info is not None, timeout=WAIT)
+    else:  # the default model: let its load end (loaded, or a banner says why not) before the test goes on, so
+        # that no load is still running in a worker when the window closes (a cold file-hash cache makes it slow)
+        qtbot.waitUntil(lambda: w.session.loading is None and (w.model_info is not None or w.banner.text() != ""),
+                        timeout=WAIT)
     return w
 
 
