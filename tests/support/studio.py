@@ -20,8 +20,8 @@ def open_window(qtbot, folder):
     w.confirm = lambda title, text: True
     w.started_jobs = record_started(w)
     w.show()
-    if folder is not None:
-        qtbot.waitUntil(lambda: w.model_info is not None, timeout=WAIT)
+    if folder is not None:  # loaded and warmed: a job asked for now runs at once (a cold cache warms slowly)
+        qtbot.waitUntil(lambda: w.model_info is not None and w.session.loading is None, timeout=WAIT)
     else:  # the default model: let its load end (loaded, or a banner says why not) before the test goes on, so
         # that no load is still running in a worker when the window closes (a cold file-hash cache makes it slow)
         qtbot.waitUntil(lambda: w.session.loading is None and (w.model_info is not None or w.banner.text() != ""),
