@@ -29,7 +29,6 @@ image-start token replaced by the pad token (attention mask unchanged), logits m
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -395,7 +394,3 @@ def janus_pro_config(size: str = "1B"):
     vq = dict(embed_dim=8, num_embeddings=16384, projection_dim=dim, image_token_embed_dim=dim)
     return JanusConfig(text_config=text.to_dict(), vision_config=vision, vq_config=vq, image_token_id=100581,
                        tie_word_embeddings=False)  # Janus-Pro's text head is its own (dropped: it draws no pictures)
-
-
-def grid_of(config) -> int:
-    return math.isqrt(int(config.vision_config.num_image_tokens))
